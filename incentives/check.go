@@ -1,0 +1,146 @@
+package incentives
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lowband/lowband/verify"
+)
+
+// ProvableClasses are the verification failures that count as invalid-attestation evidence.
+// They are the failures of a genuine report (hardware chain valid) that the network's policy
+// refuses: the TEE itself vouches for what the peer runs. Failures anyone could fabricate
+// (malformed, bad_signature, untrusted_root, binding_mismatch, unsupported_kind,
+// sim_not_allowed) or that depend on the verifier's time and collateral (stale,
+// collateral_invalid) never count.
+var ProvableClasses = []verify.Class{
+	verify.ClassMeasurementNotAllowed, verify.ClassDebugEnabled, verify.ClassTCBTooLow,
+}
+
+// Checker re-checks evidence from the signed data alone. Its hooks are set by the node and
+// must be deterministic: every node of a network, and anyone replaying its records, must
+// get the same answer for the same evidence. Check is safe for concurrent use if the
+// hooks are.
+type Checker struct {
+	// Network and Run: evidence about another network or run is refused.
+	Network, Run string
+	// VerifyBundle verifies an attestation bundle against the network's policy, returning
+	// nil or a *verify.Error. It must not depend on the wall clock or on the caller's epoch:
+	// the node passes the bundle's own epoch as the current one and a fixed time.
+	VerifyBundle func(b *verify.Bundle) error
+	// ContentCheck is the deterministic content check of a shard payload (decodes, shapes,
+	// finite, norm bound). It returns nil for a valid payload.
+	ContentCheck func(payload []byte) error
+}
+
+// Check verifies that e proves an offence and returns it. Any error wraps ErrBadEvidence
+// (or ErrMalformed) and means: nobody is penalised.
+func (c *Checker) Check(e *Evidence) (Offence, error) {
+	if err := e.checkShape(); err != nil {
+		return Offence{}, err
+	}
+	b, err := verify.UnmarshalBundle(e.Bundle)
+	if err != nil {
+		return Offence{}, fmt.Errorf("%w: bundle: %v", ErrBadEvidence, err)
+	}
+	if err := c.checkHeaders(b, e.Headers); err != nil {
+		return Offence{}, err
+	}
+	h := &e.Headers[0].Header
+	off := Offence{Kind: e.Kind, Peer: h.Peer, Round: h.Round, Index: h.Index}
+	switch e.Kind {
+	case KindEquivocation:
+		err = c.checkEquivocation(b, e.Headers)
+	case KindInvalidAttestation:
+		off.Index = 0
+		err = c.checkAttestation(b)
+	case KindInvalidContent:
+		err = c.checkContent(b, h, e.Payload)
+	}
+	if err != nil {
+		return Offence{}, err
+	}
+	return off, nil
+}
+
+// checkHeaders: every header is for this network and run, names this bundle, is by the
+// bundle's peer and is signed by the bundle's ephemeral key.
+func (c *Checker) checkHeaders(b *verify.Bundle, hs []SignedHeader) error {
+	bh := b.Hash()
+	if b.Network != c.Network || b.Run != c.Run {
+		return fmt.Errorf("%w: bundle is for %s/%s, not %s/%s", ErrBadEvidence, b.Network, b.Run, c.Network, c.Run)
+	}
+	for i := range hs {
+		h := &hs[i].Header
+		switch {
+		case h.Network != c.Network || h.Run != c.Run:
+			return fmt.Errorf("%w: shard is for %s/%s, not %s/%s", ErrBadEvidence, h.Network, h.Run, c.Network, c.Run)
+		case !bytes.Equal(h.BundleHash, bh[:]):
+			return fmt.Errorf("%w: shard names another bundle", ErrBadEvidence)
+		case h.Peer != b.PeerID:
+			return fmt.Errorf("%w: shard peer %s is not the bundle's peer %s", ErrBadEvidence, h.Peer, b.PeerID)
+		}
+		if err := verify.CheckHeaderSignature(h, hs[i].Sig, b.EphemeralKey); err != nil {
+			return fmt.Errorf("%w: shard signature: %v", ErrBadEvidence, err)
+		}
+	}
+	return nil
+}
+
+// checkEquivocation: the two headers (already distinct and sorted) share peer, round and
+// index, and the key that signed both is attested for the peer.
+func (c *Checker) checkEquivocation(b *verify.Bundle, hs []SignedHeader) error {
+	x, y := &hs[0].Header, &hs[1].Header
+	if x.Peer != y.Peer || x.Round != y.Round || x.Index != y.Index {
+		return fmt.Errorf("%w: headers are for different shards", ErrBadEvidence)
+	}
+	return c.attested(b)
+}
+
+// attested requires the bundle to verify: only then is its key the peer's.
+func (c *Checker) attested(b *verify.Bundle) error {
+	if c.VerifyBundle == nil {
+		return fmt.Errorf("%w: no bundle verifier configured", ErrBadEvidence)
+	}
+	if err := c.VerifyBundle(b); err != nil {
+		return fmt.Errorf("%w: the signing key is not attested: %v", ErrBadEvidence, err)
+	}
+	return nil
+}
+
+func (c *Checker) checkAttestation(b *verify.Bundle) error {
+	if c.VerifyBundle == nil {
+		return fmt.Errorf("%w: no bundle verifier configured", ErrBadEvidence)
+	}
+	err := c.VerifyBundle(b)
+	if err == nil {
+		return fmt.Errorf("%w: the bundle verifies", ErrBadEvidence)
+	}
+	if cl := verify.ClassOf(err); !slices.Contains(ProvableClasses, cl) {
+		return fmt.Errorf("%w: bundle failure %q is not provable: %v", ErrBadEvidence, cl, err)
+	}
+	return nil
+}
+
+func (c *Checker) checkContent(b *verify.Bundle, h *verify.ShardHeader, payload []byte) error {
+	if !bytes.Equal(verify.PayloadCID(payload), h.PayloadCID) {
+		return fmt.Errorf("%w: payload is not the signed one", ErrBadEvidence)
+	}
+	if err := c.attested(b); err != nil {
+		return err
+	}
+	if c.ContentCheck == nil {
+		return fmt.Errorf("%w: no content check configured", ErrBadEvidence)
+	}
+	if err := c.ContentCheck(payload); err == nil {
+		return fmt.Errorf("%w: the payload passes the content checks", ErrBadEvidence)
+	}
+	return nil
+}
+
+// IsBadEvidence reports whether err means the evidence proves nothing.
+func IsBadEvidence(err error) bool {
+	return errors.Is(err, ErrBadEvidence) || errors.Is(err, ErrMalformed)
+}

@@ -1,0 +1,83 @@
+package incentives
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Size limits, checked before anything is decoded.
+const (
+	// MaxEvidenceSize caps one encoded evidence item: a bundle, two signed headers and at
+	// most one shard payload.
+	MaxEvidenceSize = 1 << 20
+	// MaxRecordSize caps one encoded commit record, evidence included.
+	MaxRecordSize = 16 << 20
+	// MaxStateSize caps one encoded ledger state.
+	MaxStateSize = 64 << 20
+	// MaxContributions caps the inclusion list of one record.
+	MaxContributions = 4096
+	// MaxShardsPerContribution caps the shard CIDs of one contribution.
+	MaxShardsPerContribution = 256
+	// MaxEvidencePerRecord caps the evidence items of one record.
+	MaxEvidencePerRecord = 64
+	// MaxRootSize caps a model root given by the training side.
+	MaxRootSize = 64
+	maxCIDSize  = 64
+	maxPeerSize = 128
+)
+
+var (
+	encMode = func() cbor.EncMode {
+		opts := cbor.CoreDetEncOptions()
+		opts.NilContainers = cbor.NilContainerAsEmpty // nil and empty encode alike
+		m, err := opts.EncMode()
+		if err != nil {
+			panic(err) // static options; cannot fail
+		}
+		return m
+	}()
+	decMode = func() cbor.DecMode {
+		m, err := cbor.DecOptions{
+			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+			IndefLength:       cbor.IndefLengthForbidden,
+			TagsMd:            cbor.TagsForbidden,
+			MaxNestedLevels:   12,
+			MaxArrayElements:  1 << 20,
+			MaxMapPairs:       64,
+			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+		}.DecMode()
+		if err != nil {
+			panic(err) // static options; cannot fail
+		}
+		return m
+	}()
+)
+
+// marshal encodes v canonically. The package's types hold only plain values (strings,
+// integers, byte slices, slices of structs), for which encoding cannot fail.
+func marshal(v any) []byte {
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("incentives: encoding %T: %v", v, err))
+	}
+	return b
+}
+
+// decodeCanonical decodes data into v, refusing input over limit (before decoding) and
+// input that is not the canonical encoding of what it decodes to, so that one value has
+// exactly one encoding and one hash.
+func decodeCanonical(what string, data []byte, limit int, v any) error {
+	if len(data) > limit {
+		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrMalformed, what, len(data), limit)
+	}
+	if err := decMode.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: decoding %s: %v", ErrMalformed, what, err)
+	}
+	again, err := encMode.Marshal(v)
+	if err != nil || !bytes.Equal(again, data) {
+		return fmt.Errorf("%w: %s is not in canonical encoding", ErrMalformed, what)
+	}
+	return nil
+}

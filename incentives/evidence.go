@@ -1,0 +1,189 @@
+package incentives
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lowband/lowband/verify"
+)
+
+// EvidenceVersion is the evidence format this package reads and writes.
+const EvidenceVersion = 1
+
+// Kind is the kind of offence a piece of evidence proves.
+type Kind uint8
+
+// The evidence kinds. Each is checkable by anyone from signed data alone.
+const (
+	// KindEquivocation: two different shard headers signed by one attested key for the
+	// same peer, round and index.
+	KindEquivocation Kind = 1
+	// KindInvalidAttestation: a shard header signed by the ephemeral key of a bundle that
+	// fails the network's policy in a provable way (see ProvableClasses).
+	KindInvalidAttestation Kind = 2
+	// KindInvalidContent: a signed shard, attested by a valid bundle, whose payload fails
+	// the deterministic content checks.
+	KindInvalidContent Kind = 3
+	numKinds                = 4
+)
+
+var kindNames = [numKinds]string{"", "equivocation", "invalid_attestation", "invalid_content"}
+
+func (k Kind) String() string {
+	if k == 0 || int(k) >= numKinds {
+		return fmt.Sprintf("kind(%d)", uint8(k))
+	}
+	return kindNames[k]
+}
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, error) {
+	for k := Kind(1); k < numKinds; k++ {
+		if kindNames[k] == s {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown evidence kind %q", s)
+}
+
+// SignedHeader is a shard header and its signature by the bundle's ephemeral key.
+type SignedHeader struct {
+	Header verify.ShardHeader `cbor:"1,keyasint"`
+	Sig    []byte             `cbor:"2,keyasint"`
+}
+
+// Evidence proves one offence. It has one canonical encoding (core deterministic CBOR,
+// versioned) and its ID is the hash of that encoding.
+//
+//   - Equivocation: Bundle and two Headers (different, sorted by their encoding); Payload empty.
+//   - InvalidAttestation: Bundle and one Header; Payload empty.
+//   - InvalidContent: Bundle, one Header and the shard's Payload.
+type Evidence struct {
+	Version uint8          `cbor:"1,keyasint"`
+	Kind    Kind           `cbor:"2,keyasint"`
+	Bundle  []byte         `cbor:"3,keyasint"` // the canonical encoding of a verify.Bundle
+	Headers []SignedHeader `cbor:"4,keyasint"`
+	Payload []byte         `cbor:"5,keyasint"`
+}
+
+// ID names evidence: SHA-256 over a domain tag and the canonical encoding.
+type ID [32]byte
+
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
+
+const domainEvidence = "lowband/evidence/v1\x00"
+
+// NewEquivocation builds equivocation evidence from two signed headers, putting them in
+// canonical order.
+func NewEquivocation(bundle []byte, a, b SignedHeader) *Evidence {
+	e := &Evidence{Version: EvidenceVersion, Kind: KindEquivocation, Bundle: bundle, Headers: []SignedHeader{a, b}}
+	e.sortHeaders()
+	return e
+}
+
+// NewInvalidAttestation builds evidence that a shard was signed under a failing bundle.
+func NewInvalidAttestation(bundle []byte, h SignedHeader) *Evidence {
+	return &Evidence{Version: EvidenceVersion, Kind: KindInvalidAttestation, Bundle: bundle, Headers: []SignedHeader{h}}
+}
+
+// NewInvalidContent builds evidence that a signed shard's payload fails the content checks.
+func NewInvalidContent(bundle []byte, s *verify.Shard) *Evidence {
+	return &Evidence{
+		Version: EvidenceVersion, Kind: KindInvalidContent, Bundle: bundle,
+		Headers: []SignedHeader{{Header: s.Header, Sig: s.Sig}}, Payload: s.Payload,
+	}
+}
+
+func (e *Evidence) sortHeaders() {
+	slices.SortFunc(e.Headers, func(a, b SignedHeader) int { return bytes.Compare(marshal(&a), marshal(&b)) })
+}
+
+// Marshal returns the canonical encoding.
+func (e *Evidence) Marshal() []byte { return marshal(e) }
+
+// ID is the hash of the canonical encoding.
+func (e *Evidence) ID() ID {
+	return sha256.Sum256(append([]byte(domainEvidence), e.Marshal()...))
+}
+
+// DecodeEvidence decodes evidence from a peer. The size is checked first; unknown fields,
+// non-canonical encodings and shapes that do not fit the kind are refused (ErrMalformed).
+// It does not check signatures or attestation: see Checker.Check.
+func DecodeEvidence(data []byte) (*Evidence, error) {
+	var e Evidence
+	if err := decodeCanonical("evidence", data, MaxEvidenceSize, &e); err != nil {
+		return nil, err
+	}
+	if err := e.checkShape(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// checkShape checks what can be checked without cryptography.
+func (e *Evidence) checkShape() error {
+	want := 1
+	switch e.Kind {
+	case KindEquivocation:
+		want = 2
+	case KindInvalidAttestation, KindInvalidContent:
+	default:
+		return fmt.Errorf("%w: unknown evidence kind %d", ErrMalformed, e.Kind)
+	}
+	switch {
+	case e.Version != EvidenceVersion:
+		return fmt.Errorf("%w: evidence version %d, this build reads %d", ErrMalformed, e.Version, EvidenceVersion)
+	case len(e.Headers) != want:
+		return fmt.Errorf("%w: %s evidence has %d headers, want %d", ErrMalformed, e.Kind, len(e.Headers), want)
+	case len(e.Bundle) == 0 || len(e.Bundle) > verify.MaxBundleSize:
+		return fmt.Errorf("%w: bundle is %d bytes", ErrMalformed, len(e.Bundle))
+	case (e.Kind == KindInvalidContent) != (len(e.Payload) > 0):
+		return fmt.Errorf("%w: %s evidence with a payload of %d bytes", ErrMalformed, e.Kind, len(e.Payload))
+	}
+	if want == 2 {
+		a, b := marshal(&e.Headers[0]), marshal(&e.Headers[1])
+		if bytes.Compare(a, b) >= 0 {
+			return fmt.Errorf("%w: equivocation headers not in canonical order (or identical)", ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// Offence is what a piece of evidence proves: who did what, when. Two pieces of evidence
+// with the same offence count once.
+//
+// The key is (Kind, Peer, Round, Index). Index is the shard index for equivocation and
+// invalid content; for invalid attestation it is always 0, because the offence is the bad
+// bundle used in that round, not each shard signed under it. Different kinds about the
+// same shard are different offences.
+type Offence struct {
+	Kind  Kind   `cbor:"1,keyasint"`
+	Peer  string `cbor:"2,keyasint"`
+	Round uint64 `cbor:"3,keyasint"`
+	Index uint32 `cbor:"4,keyasint"`
+}
+
+func (o Offence) String() string {
+	return fmt.Sprintf("%s by %s in round %d index %d", o.Kind, o.Peer, o.Round, o.Index)
+}
+
+// compare orders offences by kind, peer, round, index.
+func (o Offence) compare(p Offence) int {
+	if o.Kind != p.Kind {
+		return int(o.Kind) - int(p.Kind)
+	}
+	if c := strings.Compare(o.Peer, p.Peer); c != 0 {
+		return c
+	}
+	if o.Round != p.Round {
+		if o.Round < p.Round {
+			return -1
+		}
+		return 1
+	}
+	return int(int64(o.Index) - int64(p.Index))
+}

@@ -1,0 +1,75 @@
+package incentives
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// PPM is the denominator of weights given in parts per million.
+const PPM = 1_000_000
+
+// Params are the ledger's rules, fixed at genesis. Every node of a network holds the same.
+type Params struct {
+	// MinStake is the stake from which a peer counts fully: whole reward, voting power.
+	MinStake uint64 `cbor:"1,keyasint"`
+	// Reward is credited per included contribution of a fully staked peer.
+	Reward uint64 `cbor:"2,keyasint"`
+	// Penalties is indexed by Kind (index 0 unused).
+	Penalties [numKinds]uint64 `cbor:"3,keyasint"`
+	// JailRounds is how many rounds after the record that includes its evidence an
+	// offender stays jailed.
+	JailRounds uint64 `cbor:"4,keyasint"`
+	// UnstakedWeightPPM scales the reward of a peer below MinStake, in parts per million.
+	UnstakedWeightPPM uint64 `cbor:"5,keyasint"`
+	// EvidenceWindow: evidence about round o is accepted in the record of round r only if
+	// o <= r <= o+EvidenceWindow.
+	EvidenceWindow uint64 `cbor:"6,keyasint"`
+}
+
+// Stake is one genesis allocation.
+type Stake struct {
+	Peer   string `cbor:"1,keyasint"`
+	Amount uint64 `cbor:"2,keyasint"`
+}
+
+// Genesis is the initial allocation of stake. Peers are textual peer IDs; the ledger treats
+// them as opaque strings (configs checks that they parse).
+type Genesis struct {
+	Stakes []Stake `cbor:"1,keyasint"`
+}
+
+// Validate checks the parameters.
+func (p *Params) Validate() error {
+	if p.UnstakedWeightPPM > PPM {
+		return fmt.Errorf("%w: unstaked weight %d ppm is over %d", ErrBadParams, p.UnstakedWeightPPM, PPM)
+	}
+	if p.Penalties[0] != 0 {
+		return fmt.Errorf("%w: penalty for kind 0 must be 0", ErrBadParams)
+	}
+	return nil
+}
+
+// Validate checks the genesis: distinct, non-empty peers and positive amounts.
+func (g *Genesis) Validate() error {
+	seen := make(map[string]bool, len(g.Stakes))
+	for _, s := range g.Stakes {
+		switch {
+		case s.Peer == "" || len(s.Peer) > maxPeerSize:
+			return fmt.Errorf("%w: genesis peer %q must be 1-%d bytes", ErrBadParams, s.Peer, maxPeerSize)
+		case s.Amount == 0:
+			return fmt.Errorf("%w: genesis stake of %s is zero", ErrBadParams, s.Peer)
+		case seen[s.Peer]:
+			return fmt.Errorf("%w: %s appears twice in genesis", ErrBadParams, s.Peer)
+		}
+		seen[s.Peer] = true
+	}
+	return nil
+}
+
+// sorted returns the stakes sorted by peer.
+func (g *Genesis) sorted() []Stake {
+	out := slices.Clone(g.Stakes)
+	slices.SortFunc(out, func(a, b Stake) int { return strings.Compare(a.Peer, b.Peer) })
+	return out
+}
