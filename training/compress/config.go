@@ -1,0 +1,90 @@
+package compress
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Defaults filled in by Config.Validate for zero fields.
+const (
+	DefaultRankMin       = 1
+	DefaultRankMax       = 32
+	DefaultEnergyTarget  = 0.5
+	DefaultPowerIters    = 1
+	DefaultBlockSize     = 64
+	DefaultMinLowRank    = 4096
+	DefaultMaxShardBytes = 256 << 10
+	DefaultDenseBits     = 8
+
+	// HardMaxShardBytes is the largest shard the codec ever produces or accepts.
+	HardMaxShardBytes = 512 << 10
+	// MinShardBytes is the smallest shard cap Validate accepts.
+	MinShardBytes = 4 << 10
+	// MaxRank bounds any rank, on both the encoding and the decoding side.
+	MaxRank = 1024
+)
+
+// ErrConfig is returned (wrapped) by Config.Validate and NewEncoder for an invalid Config.
+var ErrConfig = errors.New("invalid compression config")
+
+// Config sets up an Encoder. Zero fields take the defaults above.
+type Config struct {
+	// RankMin and RankMax bound the adaptive rank of each low-rank tensor (also clamped to
+	// min(rows, cols)). A tensor starts at RankMin.
+	RankMin, RankMax int
+	// EnergyTarget is the fraction of ‖delta+residual‖² the rank aims to capture, in (0, 1].
+	EnergyTarget float64
+	// PowerIters is the number of power iterations per round, warm-started from last round's Q.
+	PowerIters int
+	// BlockSize is the number of values sharing one quantisation scale; even, in [8, 4096].
+	BlockSize int
+	// MinLowRank: 2-D tensors with fewer elements than this are sent dense.
+	MinLowRank int
+	// MaxShardBytes caps one shard's encoded size, in [MinShardBytes, HardMaxShardBytes].
+	MaxShardBytes int
+	// DenseBits is the code width for dense tensors: 8 (default) or 4.
+	DenseBits int
+	// Seed makes the initial Q of every tensor deterministic.
+	Seed uint64
+	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
+	// It exists for tests and analysis (it isolates the low-rank error); a network should not
+	// use it.
+	NoQuant bool
+}
+
+// Validate fills in defaults and rejects nonsense.
+func (c *Config) Validate() error {
+	fill(&c.RankMin, DefaultRankMin)
+	fill(&c.RankMax, DefaultRankMax)
+	fill(&c.PowerIters, DefaultPowerIters)
+	fill(&c.BlockSize, DefaultBlockSize)
+	fill(&c.MinLowRank, DefaultMinLowRank)
+	fill(&c.MaxShardBytes, DefaultMaxShardBytes)
+	fill(&c.DenseBits, DefaultDenseBits)
+	if c.EnergyTarget == 0 {
+		c.EnergyTarget = DefaultEnergyTarget
+	}
+	switch {
+	case c.RankMin < 1 || c.RankMax < c.RankMin || c.RankMax > MaxRank:
+		return fmt.Errorf("%w: rank bounds [%d, %d] (want 1 <= min <= max <= %d)", ErrConfig, c.RankMin, c.RankMax, MaxRank)
+	case !(c.EnergyTarget > 0 && c.EnergyTarget <= 1):
+		return fmt.Errorf("%w: energy target %v not in (0, 1]", ErrConfig, c.EnergyTarget)
+	case c.PowerIters < 1 || c.PowerIters > 16:
+		return fmt.Errorf("%w: power iterations %d not in [1, 16]", ErrConfig, c.PowerIters)
+	case c.BlockSize < 8 || c.BlockSize > 4096 || c.BlockSize%2 != 0:
+		return fmt.Errorf("%w: block size %d (want even, in [8, 4096])", ErrConfig, c.BlockSize)
+	case c.MinLowRank < 4:
+		return fmt.Errorf("%w: min low-rank size %d < 4", ErrConfig, c.MinLowRank)
+	case c.MaxShardBytes < MinShardBytes || c.MaxShardBytes > HardMaxShardBytes:
+		return fmt.Errorf("%w: max shard bytes %d not in [%d, %d]", ErrConfig, c.MaxShardBytes, MinShardBytes, HardMaxShardBytes)
+	case c.DenseBits != 4 && c.DenseBits != 8:
+		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
+	}
+	return nil
+}
+
+func fill(v *int, def int) {
+	if *v == 0 {
+		*v = def
+	}
+}

@@ -1,0 +1,60 @@
+// Package compress is the codec for DiLoCo pseudo-gradients: low-rank factors by warm-started
+// power iteration, int4 block quantisation of the factors, int8 for vectors and small tensors,
+// error feedback, an adaptive rank, a canonical versioned wire encoding and bounded shards
+// addressed by CID.
+//
+// # Encoding
+//
+// An [Encoder] keeps, per tensor, the error-feedback residual, the warm-start factor Q and the
+// current rank. [Encoder.Encode] takes one round's pseudo-gradient tensors and, per tensor,
+// compresses x = delta + residual:
+//
+//   - 2-D tensors with at least Config.MinLowRank elements go low-rank: with M = x (m×n) and
+//     the previous round's Q (n×r), each power iteration computes P = M·Q, orthonormalises P
+//     with a Householder QR (gonum lapack64 Geqrf/Orgqr), and Q = Mᵀ·P. In the last iteration P
+//     is quantised first and Q is computed from the quantised P̂, so Q compensates for P's
+//     quantisation error. Q is then quantised and the receiver reconstructs P̂·Q̂ᵀ.
+//   - all other tensors are quantised directly, to int8 by default (Config.DenseBits).
+//
+// The new residual is x minus exactly what the receiver will reconstruct, computed with the same
+// dequantisation and the same reconstruction kernel that [Message.Decode] uses, so sender and
+// receiver agree bit for bit. The captured energy 1 − ‖residual‖²/‖x‖² drives the rank of the
+// next round: it grows by half (at least one) while below Config.EnergyTarget and shrinks by one
+// when above the midpoint between the target and 1, always within [RankMin, RankMax].
+//
+// # Quantisation
+//
+// Values are quantised symmetrically in blocks of Config.BlockSize consecutive values (in the
+// stored order), one scale per block: int4 codes lie in [−7, 7], int8 codes in [−127, 127].
+// The scale is max|v|/qmax rounded UP to the next bfloat16 (the top 16 bits of an IEEE float32,
+// stored as 2 little-endian bytes). Rounding up guarantees |v/scale| ≤ qmax, so no value clips;
+// bfloat16 keeps float32's exponent range at half the size of a float32 scale. A code is
+// round-half-away-from-zero(v/scale) and dequantises to float64(code)·float64(scale).
+//
+// # Wire format
+//
+// A [Message] is encoded as core-deterministic CBOR (RFC 8949 §4.2.1): a map with integer keys
+// holding the format version, the part index and count, the block size and a list of pieces.
+// A piece is one tensor, or a slice of it: for low-rank pieces the rows [Lo, Hi) of P together
+// with the whole Q; for dense pieces the row-major elements [Lo, Hi). Codes and scales are
+// packed byte strings (int4: two codes per byte, element 2i in the low nibble, two's
+// complement). P is stored row-major (rows × rank), Q transposed (rank × cols) so that a block
+// stays within one factor column. Decoding checks the byte length, then the CBOR structure
+// with bounded arrays and nesting, then every declared size against [Limits] and against the
+// bytes present, before allocating any tensor; input that does not re-encode to the same bytes
+// is rejected, so each content has exactly one encoding and one CID.
+//
+// # Shards
+//
+// [Message.Shards] packs pieces greedily, in tensor order, into shards of at most
+// Config.MaxShardBytes encoded bytes. A tensor too big for one shard is split at block-aligned
+// boundaries (low-rank: by row ranges, each slice carrying the whole Q; dense: by element
+// ranges). Every shard is a decodable Message on its own, so a receiver can run [CheckShard]
+// on it alone; [Join] reassembles a worker's shards into the original Message.
+//
+// # Determinism
+//
+// Encoding the same inputs with an Encoder in the same state gives the same bytes. Decoding uses
+// only plain Go arithmetic in a fixed order with forced rounding (no fused multiply-add), so all
+// machines reconstruct the same bits.
+package compress

@@ -1,0 +1,216 @@
+package compress
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrInput is returned (wrapped) by Encode for unusable tensors: empty or duplicate names,
+// shapes that do not match the data or change between rounds, non-finite values.
+var ErrInput = errors.New("invalid tensor")
+
+// maxAbsInput bounds |delta+residual|, so that every block scale fits a bfloat16.
+const maxAbsInput = 1e30
+
+// Encoder compresses successive rounds of pseudo-gradients, keeping per tensor the
+// error-feedback residual, the warm-start Q and the adaptive rank. It is not safe for
+// concurrent use.
+type Encoder struct {
+	cfg     Config
+	state   map[string]*tensorState
+	order   []string
+	scratch []float64
+}
+
+type tensorState struct {
+	shape    []int
+	residual []float64
+	lr       *lowRank // nil for dense tensors
+	captured float64
+}
+
+// TensorStats describes one tensor's last encoding.
+type TensorStats struct {
+	Name     string
+	LowRank  bool
+	Rank     int     // rank used for the last round (0 for dense tensors)
+	NextRank int     // rank the next round will use
+	Captured float64 // 1 − ‖residual‖²/‖delta+residual‖² after the last round
+}
+
+// NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
+func NewEncoder(cfg Config) (*Encoder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Encoder{cfg: cfg, state: map[string]*tensorState{}}, nil
+}
+
+// Config returns the validated configuration.
+func (e *Encoder) Config() Config { return e.cfg }
+
+// Encode compresses delta+residual for every tensor, in the given order, and keeps what the
+// receiver will not reconstruct as the new residual. The input slices are not retained or
+// modified. On error the Encoder's state is unchanged.
+func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
+	if err := e.check(ts); err != nil {
+		return nil, err
+	}
+	m := &Message{part: 0, parts: 1, block: e.cfg.BlockSize, maxShard: e.cfg.MaxShardBytes}
+	m.pieces = make([]piece, 0, len(ts))
+	for _, t := range ts {
+		p, err := e.encodeOne(t)
+		if err != nil { // not reachable after check; kept as a guard
+			return nil, fmt.Errorf("encoding %q: %w", t.Name, err)
+		}
+		m.pieces = append(m.pieces, p)
+	}
+	return m, nil
+}
+
+// check validates ts against itself and the Encoder's state without changing anything.
+func (e *Encoder) check(ts []Tensor) error {
+	if len(ts) == 0 {
+		return fmt.Errorf("%w: no tensors", ErrInput)
+	}
+	seen := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		if t.Name == "" || len(t.Name) > 256 || seen[t.Name] {
+			return fmt.Errorf("%w: empty, long or duplicate name %q", ErrInput, t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.Shape) == 0 || len(t.Shape) > maxDims || !positive(t.Shape) || numel(t.Shape) != len(t.Data) {
+			return fmt.Errorf("%w: %q shape %v with %d values", ErrInput, t.Name, t.Shape, len(t.Data))
+		}
+		st := e.state[t.Name]
+		if st != nil && !sameShape(st.shape, t.Shape) {
+			return fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
+		}
+		for i, v := range t.Data {
+			x := v
+			if st != nil {
+				x += st.residual[i]
+			}
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
+			}
+			if math.Abs(x) > maxAbsInput {
+				return fmt.Errorf("%w: %q: %w: |value| %g > %g", ErrInput, t.Name, ErrRange, x, maxAbsInput)
+			}
+		}
+	}
+	return nil
+}
+
+func positive(shape []int) bool {
+	for _, d := range shape {
+		if d < 1 || d > 1<<31 {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeOne compresses one checked tensor and updates its state.
+func (e *Encoder) encodeOne(t Tensor) (piece, error) {
+	st := e.stateFor(t)
+	x := st.residual
+	for i, v := range t.Data {
+		x[i] += v
+	}
+	var p piece
+	var err error
+	if st.lr != nil {
+		bits := bits4
+		if e.cfg.NoQuant {
+			bits = bitsRaw
+		}
+		p, err = st.lr.factor(t.Name, x, e.cfg.PowerIters, bits, e.cfg.BlockSize)
+	} else {
+		p, err = e.dense(t, x)
+	}
+	if err != nil {
+		return piece{}, err
+	}
+	if cap(e.scratch) < len(x) {
+		e.scratch = make([]float64, len(x))
+	}
+	recon := e.scratch[:len(x)]
+	if err := p.reconstruct(recon, e.cfg.BlockSize); err != nil {
+		return piece{}, err
+	}
+	ex := sumSquares(x)
+	for i := range x {
+		x[i] -= recon[i]
+	}
+	st.captured = 1
+	if ex > 0 {
+		st.captured = 1 - sumSquares(x)/ex
+	}
+	if st.lr != nil {
+		e.adapt(st)
+	}
+	return p, nil
+}
+
+func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {
+	bits := e.cfg.DenseBits
+	if e.cfg.NoQuant {
+		bits = bitsRaw
+	}
+	p := piece{Name: t.Name, Shape: append([]int(nil), t.Shape...), Lo: 0, Hi: len(x), Bits: bits}
+	p.Codes = make([]byte, codeBytes(len(x), bits))
+	p.Scales = make([]byte, scaleBytes(len(x), bits, e.cfg.BlockSize))
+	return p, quantise(p.Codes, p.Scales, x, bits, e.cfg.BlockSize)
+}
+
+func (e *Encoder) stateFor(t Tensor) *tensorState {
+	if st := e.state[t.Name]; st != nil {
+		return st
+	}
+	st := &tensorState{shape: append([]int(nil), t.Shape...), residual: make([]float64, len(t.Data))}
+	if len(t.Shape) == 2 && len(t.Data) >= e.cfg.MinLowRank && min(t.Shape[0], t.Shape[1]) >= 2 {
+		lo, _ := e.rankBounds(t.Shape[0], t.Shape[1])
+		st.lr = newLowRank(t.Shape[0], t.Shape[1], lo, e.cfg.Seed, t.Name)
+	}
+	e.state[t.Name] = st
+	e.order = append(e.order, t.Name)
+	return st
+}
+
+func (e *Encoder) rankBounds(rows, cols int) (lo, hi int) {
+	hi = min(e.cfg.RankMax, rows, cols)
+	return min(e.cfg.RankMin, hi), hi
+}
+
+// adapt sets the next round's rank from the energy captured in this one: grow by half (at
+// least one) below the target, shrink by one above the midpoint between target and 1.
+func (e *Encoder) adapt(st *tensorState) {
+	lo, hi := e.rankBounds(st.lr.rows, st.lr.cols)
+	r := st.lr.rank
+	switch {
+	case st.captured < e.cfg.EnergyTarget:
+		r += max(1, r/2)
+	case st.captured > e.cfg.EnergyTarget+(1-e.cfg.EnergyTarget)/2:
+		r--
+	}
+	if r = max(lo, min(hi, r)); r != st.lr.rank {
+		st.lr.resize(r)
+	}
+}
+
+// Stats describes the last encoding of every tensor the Encoder has seen, in first-seen order.
+func (e *Encoder) Stats() []TensorStats {
+	out := make([]TensorStats, 0, len(e.order))
+	for _, name := range e.order {
+		st := e.state[name]
+		s := TensorStats{Name: name, Captured: st.captured}
+		if st.lr != nil {
+			s.LowRank, s.NextRank = true, st.lr.rank
+			s.Rank = st.lr.lastRank
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+package compress
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Tensor is a named dense tensor in row-major order. 2-D tensors with at least
+// Config.MinLowRank elements go low-rank; the rest are sent dense.
+type Tensor struct {
+	Name  string
+	Shape []int
+	Data  []float64
+}
+
+// ErrNotFinite reports a NaN or infinite value, in an input or in a reconstruction.
+var ErrNotFinite = errors.New("value not finite")
+
+// Message holds compressed tensors: a whole round's contribution from Encode or Join, or one
+// shard of it from DecodeShard. It is immutable once built; its methods may be called
+// concurrently.
+type Message struct {
+	part, parts int
+	block       int
+	pieces      []piece
+	maxShard    int // shard cap used by Shards
+}
+
+// Part returns the shard index and count recorded in the message (0 and 1 for a whole message).
+func (m *Message) Part() (index, count int) { return m.part, m.parts }
+
+// Bytes returns the canonical encoding of the whole message.
+func (m *Message) Bytes() ([]byte, error) { return m.marshal() }
+
+// Decode reconstructs the dense tensors, in the order of their first piece. Rows or elements
+// not covered by any piece (a lone shard of a split tensor) are zero. It fails with
+// ErrNotFinite if any reconstructed value is NaN or infinite, and ErrMalformed if pieces of one
+// tensor disagree on its shape or overlap.
+func (m *Message) Decode() ([]Tensor, error) {
+	var out []Tensor
+	index := map[string]int{}
+	covered := map[string][][2]int{}
+	for i := range m.pieces {
+		p := &m.pieces[i]
+		k, seen := index[p.Name]
+		if !seen {
+			k = len(out)
+			index[p.Name] = k
+			out = append(out, Tensor{Name: p.Name, Shape: append([]int(nil), p.Shape...), Data: make([]float64, numel(p.Shape))})
+		} else if !sameShape(out[k].Shape, p.Shape) {
+			return nil, fmt.Errorf("%w: tensor %q pieces disagree on shape", ErrMalformed, p.Name)
+		}
+		lo, hi := p.span()
+		for _, r := range covered[p.Name] {
+			if lo < r[1] && r[0] < hi {
+				return nil, fmt.Errorf("%w: tensor %q pieces overlap", ErrMalformed, p.Name)
+			}
+		}
+		covered[p.Name] = append(covered[p.Name], [2]int{lo, hi})
+		if err := p.reconstruct(out[k].Data[lo:hi], m.block); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// span is the piece's range of row-major elements in the full tensor.
+func (p *piece) span() (lo, hi int) {
+	if p.Rank == 0 {
+		return p.Lo, p.Hi
+	}
+	return p.Lo * p.Shape[1], p.Hi * p.Shape[1]
+}
+
+// reconstruct writes the piece's values into dst (length hi-lo of span) and checks they are
+// finite.
+func (p *piece) reconstruct(dst []float64, block int) error {
+	if p.Rank == 0 {
+		dequantise(dst, p.Codes, p.Scales, p.Bits, block)
+	} else {
+		cols, r := p.Shape[1], p.Rank
+		pf := make([]float64, (p.Hi-p.Lo)*r)
+		qt := make([]float64, cols*r)
+		dequantise(pf, p.Codes, p.Scales, p.Bits, block)
+		dequantise(qt, p.QCodes, p.QScales, p.Bits, block)
+		for i := 0; i < p.Hi-p.Lo; i++ {
+			reconstructRow(dst[i*cols:(i+1)*cols], pf[i*r:(i+1)*r], qt)
+		}
+	}
+	for _, v := range dst {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
+		}
+	}
+	return nil
+}
+
+// reconstructRow computes one row of P·Qᵀ: row[j] = Σ_k p[k]·qt[k·cols+j], summed in order
+// k = 0, 1, ... with every product rounded before it is added (no fused multiply-add), so
+// every machine gets the same bits.
+func reconstructRow(row, p, qt []float64) {
+	cols := len(row)
+	for j := range row {
+		row[j] = 0
+	}
+	for k, pk := range p {
+		q := qt[k*cols : (k+1)*cols]
+		for j, qv := range q {
+			row[j] += float64(pk * qv)
+		}
+	}
+}
+
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

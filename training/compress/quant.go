@@ -1,0 +1,143 @@
+package compress
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Code widths on the wire.
+const (
+	bits4   = 4
+	bits8   = 8
+	bitsRaw = 64 // raw IEEE-754 float64, little-endian, no scales (Config.NoQuant)
+)
+
+// ErrRange is returned by Encode when a value is too large for a bfloat16 block scale
+// (|v| beyond about 1e38).
+var ErrRange = errors.New("value out of range for quantisation")
+
+func qmax(bits int) float64 {
+	if bits == bits4 {
+		return 7
+	}
+	return 127
+}
+
+// codeBytes is the byte length of n codes of the given width.
+func codeBytes(n, bits int) int {
+	switch bits {
+	case bits4:
+		return (n + 1) / 2
+	case bits8:
+		return n
+	default:
+		return 8 * n
+	}
+}
+
+// scaleBytes is the byte length of the scales of n values.
+func scaleBytes(n, bits, block int) int {
+	if bits == bitsRaw {
+		return 0
+	}
+	return 2 * ((n + block - 1) / block)
+}
+
+// bf16Up returns the smallest bfloat16 that is >= s (s >= 0 and finite).
+func bf16Up(s float64) (uint16, error) {
+	f := float32(s)
+	if float64(f) < s {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	b := math.Float32bits(f)
+	h := b >> 16
+	if b&0xffff != 0 {
+		h++
+	}
+	if h >= 0x7f80 {
+		return 0, fmt.Errorf("%w: block scale %g", ErrRange, s)
+	}
+	return uint16(h), nil
+}
+
+// bf16 converts a stored scale to float64. NaN, infinite and negative scales are returned as
+// they are; the decoder's finiteness check catches them.
+func bf16(h uint16) float64 {
+	return float64(math.Float32frombits(uint32(h) << 16))
+}
+
+// quantise writes the codes and scales of vals (widths 4, 8 or raw) into codes and scales,
+// which must have codeBytes and scaleBytes lengths. codes must be zeroed for width 4.
+func quantise(codes, scales []byte, vals []float64, bits, block int) error {
+	if bits == bitsRaw {
+		for i, v := range vals {
+			binary.LittleEndian.PutUint64(codes[8*i:], math.Float64bits(v))
+		}
+		return nil
+	}
+	qm := qmax(bits)
+	for b := 0; b*block < len(vals); b++ {
+		blk := vals[b*block : min((b+1)*block, len(vals))]
+		var m float64
+		for _, v := range blk {
+			m = max(m, math.Abs(v))
+		}
+		h, err := bf16Up(m / qm)
+		if err != nil {
+			return err
+		}
+		binary.LittleEndian.PutUint16(scales[2*b:], h)
+		s := bf16(h)
+		for j, v := range blk {
+			var q float64
+			if s > 0 {
+				q = max(-qm, min(qm, math.Round(v/s)))
+			}
+			putCode(codes, b*block+j, int(q), bits)
+		}
+	}
+	return nil
+}
+
+func putCode(codes []byte, i, q, bits int) {
+	if bits == bits8 {
+		codes[i] = byte(int8(q))
+		return
+	}
+	nib := byte(q) & 0x0f
+	if i%2 == 0 {
+		codes[i/2] |= nib
+	} else {
+		codes[i/2] |= nib << 4
+	}
+}
+
+// dequantise writes the len(out) values stored in codes and scales into out.
+func dequantise(out []float64, codes, scales []byte, bits, block int) {
+	if bits == bitsRaw {
+		for i := range out {
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(codes[8*i:]))
+		}
+		return
+	}
+	for b := 0; b*block < len(out); b++ {
+		s := bf16(binary.LittleEndian.Uint16(scales[2*b:]))
+		hi := min((b+1)*block, len(out))
+		for i := b * block; i < hi; i++ {
+			var q int8
+			if bits == bits8 {
+				q = int8(codes[i])
+			} else {
+				q = int8(codes[i/2]>>(4*(i%2))<<4) >> 4
+			}
+			out[i] = float64(q) * s
+		}
+	}
+}
+
+// codesCanonical reports whether an int4 code string has a zero padding nibble.
+func codesCanonical(codes []byte, n, bits int) bool {
+	return bits != bits4 || n%2 == 0 || codes[len(codes)-1]>>4 == 0
+}
