@@ -1,0 +1,134 @@
+package p2p
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+const (
+	// advertiseFirst is the first interval between advertisements; it doubles up
+	// to advertiseMax, so that early advertisements made with a thin routing table
+	// are repeated soon while a settled host advertises rarely.
+	advertiseFirst = 5 * time.Second
+	advertiseMax   = 10 * time.Minute
+	// emptyRetry is the first wait before retrying an advertisement that failed
+	// (typically because the routing table was still empty); it doubles up to
+	// emptyRetryMax, far below the discovery library's fixed two minutes.
+	emptyRetry    = 250 * time.Millisecond
+	emptyRetryMax = 15 * time.Second
+	// findFirst and findMax bound the interval between rendezvous lookups: back to
+	// findFirst after a lookup that connected someone new, doubling otherwise.
+	findFirst = time.Second
+	findMax   = 30 * time.Second
+	// findTimeout bounds one rendezvous lookup; dialParallel bounds its dials.
+	findTimeout  = 30 * time.Second
+	dialParallel = 8
+)
+
+// advertiseLoop advertises the host under the run's rendezvous string in the DHT
+// and re-advertises with a growing interval. A failed advertisement is retried
+// after a short, growing wait.
+func (h *Host) advertiseLoop() {
+	defer h.wg.Done()
+	ns := Rendezvous(h.cfg.Network, h.cfg.Run)
+	retry, next := emptyRetry, advertiseFirst
+	for {
+		if h.RoutingTableSize() == 0 {
+			if !h.sleep(retry) {
+				return
+			}
+			retry = min(2*retry, emptyRetryMax)
+			continue
+		}
+		if _, err := h.disc.Advertise(h.ctx, ns, discovery.TTL(advertiseMax)); err != nil {
+			if h.ctx.Err() != nil {
+				return
+			}
+			h.log.Debug("advertise failed; retrying", "err", err, "in", retry)
+			if !h.sleep(retry) {
+				return
+			}
+			retry = min(2*retry, emptyRetryMax)
+			continue
+		}
+		retry = emptyRetry
+		if !h.sleep(next) {
+			return
+		}
+		next = min(2*next, advertiseMax)
+	}
+}
+
+// findPeersLoop looks up the run's rendezvous string and connects to the peers it
+// finds, while the host has fewer connections than the connection manager's low
+// watermark.
+func (h *Host) findPeersLoop() {
+	defer h.wg.Done()
+	wait := findFirst
+	for {
+		if h.RoutingTableSize() > 0 {
+			if h.findOnce() > 0 {
+				wait = findFirst
+			} else {
+				wait = min(2*wait, findMax)
+			}
+		} else {
+			wait = emptyRetry
+		}
+		if !h.sleep(wait) {
+			return
+		}
+	}
+}
+
+// findOnce runs one rendezvous lookup and returns how many new peers it connected.
+func (h *Host) findOnce() int {
+	ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
+	defer cancel()
+	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
+	if err != nil {
+		h.log.Debug("rendezvous lookup failed", "err", err)
+		return 0
+	}
+	var (
+		mu  sync.Mutex
+		n   int
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, dialParallel)
+	)
+	for ai := range ch {
+		if !h.wantPeer(ai) {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if h.h.Connect(ctx, ai) == nil {
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return n
+}
+
+// wantPeer reports whether a found peer is worth dialing.
+func (h *Host) wantPeer(ai peer.AddrInfo) bool {
+	if ai.ID == h.h.ID() {
+		return false
+	}
+	if len(ai.Addrs) == 0 && len(h.h.Peerstore().Addrs(ai.ID)) == 0 {
+		return false
+	}
+	if len(h.h.Network().ConnsToPeer(ai.ID)) > 0 {
+		return false
+	}
+	return len(h.h.Network().Peers()) < h.cfg.ConnLow
+}

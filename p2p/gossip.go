@@ -1,0 +1,242 @@
+package p2p
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Verdict is a topic validator's decision.
+type Verdict int
+
+// Verdicts. Reject penalises the sender in gossipsub's score; Ignore drops the
+// message without penalty (for messages that cannot be decided yet).
+const (
+	Accept Verdict = iota
+	Reject
+	Ignore
+)
+
+func (v Verdict) result() pubsub.ValidationResult {
+	switch v {
+	case Accept:
+		return pubsub.ValidationAccept
+	case Ignore:
+		return pubsub.ValidationIgnore
+	default:
+		return pubsub.ValidationReject
+	}
+}
+
+// Score thresholds. A fresh peer scores 0; only a negative application score or
+// misbehaviour moves a peer below them. An application score of -1000 stops
+// gossip with the peer and -4000 graylists it.
+var scoreThresholds = pubsub.PeerScoreThresholds{
+	GossipThreshold:             -500,
+	PublishThreshold:            -1000,
+	GraylistThreshold:           -4000,
+	AcceptPXThreshold:           0, // accept peer exchange from any peer in good standing
+	OpportunisticGraftThreshold: 0,
+}
+
+// MessageID is gossipsub's message ID: the SHA-256 of the payload. The same bytes
+// published twice are one message.
+func MessageID(data []byte) string {
+	sum := sha256.Sum256(data)
+	return string(sum[:])
+}
+
+func (h *Host) scoreParams() *pubsub.PeerScoreParams {
+	p := &pubsub.PeerScoreParams{
+		AppSpecificScore:          h.appScoreOf,
+		AppSpecificWeight:         1,
+		BehaviourPenaltyWeight:    -10,
+		BehaviourPenaltyThreshold: 6,
+		BehaviourPenaltyDecay:     0.9,
+		DecayInterval:             time.Second,
+		DecayToZero:               0.01,
+		RetainScore:               10 * time.Minute,
+	}
+	if h.cfg.ColocationPenalty {
+		p.IPColocationFactorWeight = -50
+		p.IPColocationFactorThreshold = 5
+	}
+	return p
+}
+
+func (h *Host) startGossip() error {
+	ps, err := pubsub.NewGossipSub(h.ctx, h.h,
+		pubsub.WithMessageIdFn(func(m *pb.Message) string { return MessageID(m.GetData()) }),
+		pubsub.WithFloodPublish(true),
+		pubsub.WithPeerExchange(h.cfg.PeerExchange),
+		pubsub.WithPeerScore(h.scoreParams(), &scoreThresholds),
+		pubsub.WithMaxMessageSize(pubsub.DefaultMaxMessageSize),
+	)
+	if err != nil {
+		return fmt.Errorf("starting gossipsub: %w", err)
+	}
+	h.ps = ps
+	h.topics = make(map[string]*pubsub.Topic, len(h.cfg.Topics))
+	for _, kind := range h.cfg.Topics {
+		t, err := ps.Join(TopicName(h.cfg.Network, h.cfg.Run, kind))
+		if err != nil {
+			return fmt.Errorf("joining %s topic: %w", kind, err)
+		}
+		h.topics[kind] = t
+		if h.cfg.PeerExchange {
+			r, err := t.Relay()
+			if err != nil {
+				return fmt.Errorf("relaying %s topic: %w", kind, err)
+			}
+			h.relays = append(h.relays, r)
+		}
+	}
+	return nil
+}
+
+// Topics lists the full names of the joined topics, sorted.
+func (h *Host) Topics() []string {
+	out := make([]string, 0, len(h.topics))
+	for _, t := range h.topics {
+		out = append(out, t.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (h *Host) topic(kind string) (*pubsub.Topic, error) {
+	t, ok := h.topics[kind]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, kind)
+	}
+	return t, nil
+}
+
+// Publish sends data on the topic of the given kind. Data over MaxMessageSize is
+// refused with ErrMessageTooLarge. It may block while the local validator runs.
+func (h *Host) Publish(ctx context.Context, kind string, data []byte) error {
+	if len(data) > MaxMessageSize {
+		return fmt.Errorf("publishing %d bytes on %s: %w (%d)", len(data), kind, ErrMessageTooLarge, MaxMessageSize)
+	}
+	t, err := h.topic(kind)
+	if err != nil {
+		return err
+	}
+	if h.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if err := t.Publish(ctx, data); err != nil {
+		return fmt.Errorf("publishing on %s: %w", kind, err)
+	}
+	h.met.published(kind)
+	return nil
+}
+
+// Message is one gossip message delivered to a subscriber.
+type Message struct {
+	From         peer.ID // the author, whose signature gossipsub checked
+	ReceivedFrom peer.ID // the peer that forwarded it (the host itself for its own messages)
+	Data         []byte  // the payload; the caller owns it
+	Local        bool    // published by this host
+}
+
+// Subscription receives the messages of one topic that passed validation,
+// including the host's own.
+type Subscription struct {
+	h    *Host
+	kind string
+	sub  *pubsub.Subscription
+}
+
+// Subscribe starts receiving the topic of the given kind.
+func (h *Host) Subscribe(kind string) (*Subscription, error) {
+	t, err := h.topic(kind)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := t.Subscribe()
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to %s: %w", kind, err)
+	}
+	return &Subscription{h: h, kind: kind, sub: sub}, nil
+}
+
+// Next blocks until a message arrives, ctx ends, or the subscription or host is
+// closed (ErrClosed).
+func (s *Subscription) Next(ctx context.Context) (*Message, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.h.ctx, cancel)
+	defer stop()
+	m, err := s.sub.Next(ctx)
+	if err != nil {
+		if s.h.ctx.Err() != nil || errors.Is(err, pubsub.ErrSubscriptionCancelled) {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	if !m.Local {
+		s.h.met.received(s.kind)
+	}
+	return &Message{From: m.GetFrom(), ReceivedFrom: m.ReceivedFrom, Data: m.GetData(), Local: m.Local}, nil
+}
+
+// Cancel stops the subscription; Next then returns ErrClosed.
+func (s *Subscription) Cancel() { s.sub.Cancel() }
+
+// SetValidator installs v as the topic's validator, replacing any earlier one.
+// v receives the message's author (checked by signature) and payload, runs
+// concurrently for different messages, and must respect ctx. Rejected and ignored
+// messages reach no subscriber and are not forwarded.
+func (h *Host) SetValidator(kind string, v func(ctx context.Context, from peer.ID, data []byte) Verdict) error {
+	t, err := h.topic(kind)
+	if err != nil {
+		return err
+	}
+	h.valMu.Lock()
+	defer h.valMu.Unlock()
+	_ = h.ps.UnregisterTopicValidator(t.String()) // fails only when none is registered
+	val := func(ctx context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		return v(ctx, m.GetFrom(), m.GetData()).result()
+	}
+	if err := h.ps.RegisterTopicValidator(t.String(), pubsub.ValidatorEx(val)); err != nil {
+		return fmt.Errorf("registering %s validator: %w", kind, err)
+	}
+	return nil
+}
+
+// SetAppScore swaps the gossipsub application score function; nil scores every
+// peer 0. f is called from gossipsub's goroutines and must be safe for concurrent use.
+func (h *Host) SetAppScore(f func(peer.ID) float64) {
+	if f == nil {
+		h.appScore.Store(nil)
+		return
+	}
+	h.appScore.Store(&f)
+}
+
+func (h *Host) appScoreOf(p peer.ID) float64 {
+	if f := h.appScore.Load(); f != nil {
+		return (*f)(p)
+	}
+	return 0
+}
+
+// TopicPeers lists the peers known to be subscribed to the topic of the given
+// kind, sorted; nil if the kind is not joined.
+func (h *Host) TopicPeers(kind string) []peer.ID {
+	t, ok := h.topics[kind]
+	if !ok {
+		return nil
+	}
+	ids := t.ListPeers()
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,201 @@
+package p2p
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Host is a lowband node's network presence: a libp2p host, the private DHT, the
+// discovery and bootstrap loops, and gossipsub joined to the run's topics.
+// All methods are safe for concurrent use.
+type Host struct {
+	cfg  Config
+	log  *slog.Logger
+	h    host.Host
+	dht  *dht.IpfsDHT
+	disc *drouting.RoutingDiscovery
+	ps   *pubsub.PubSub
+	met  *metrics
+
+	topics   map[string]*pubsub.Topic // by kind; written only in New
+	relays   []pubsub.RelayCancelFunc
+	appScore atomic.Pointer[func(peer.ID) float64]
+	valMu    sync.Mutex // serialises SetValidator
+
+	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// PeerInfo describes one connected peer.
+type PeerInfo struct {
+	ID      peer.ID       `json:"id"`
+	Addrs   []string      `json:"addrs"`   // remote addresses of the open connections
+	Latency time.Duration `json:"latency"` // smoothed round-trip time; 0 if not measured yet
+}
+
+// New starts a host: it listens, starts the DHT, joins the configured topics and
+// starts the bootstrap, advertise and find-peers loops in the background. An
+// unreachable bootstrap peer is not an error: the host keeps retrying. ctx bounds
+// the start only; Close stops the host.
+func New(ctx context.Context, cfg Config) (*Host, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	lh, err := newLibp2p(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	hctx, cancel := context.WithCancel(context.Background())
+	h := &Host{cfg: cfg, log: cfg.Logger.With("peer", lh.ID().ShortString()), h: lh, ctx: hctx, cancel: cancel}
+	if err := h.start(); err != nil {
+		cancel()
+		if h.dht != nil {
+			_ = h.dht.Close()
+		}
+		_ = lh.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Host) start() error {
+	mode := map[string]dht.ModeOpt{DHTServer: dht.ModeServer, DHTClient: dht.ModeClient, DHTAuto: dht.ModeAuto}[h.cfg.DHTMode]
+	d, err := dht.New(h.ctx, h.h, dht.ProtocolPrefix(DHTPrefix(h.cfg.Network)), dht.Mode(mode))
+	if err != nil {
+		return fmt.Errorf("starting DHT: %w", err)
+	}
+	h.dht = d
+	h.disc = drouting.NewRoutingDiscovery(d)
+	if h.met, err = newMetrics(h.cfg.Registerer); err != nil {
+		return err
+	}
+	h.SetAppScore(h.cfg.AppScore)
+	if err := h.startGossip(); err != nil {
+		return err
+	}
+	h.wg.Add(3)
+	go h.bootstrapLoop()
+	go h.advertiseLoop()
+	go h.findPeersLoop()
+	return nil
+}
+
+// Close stops the loops, leaves the topics and closes the DHT and the host. It
+// waits for the host's own goroutines. Calling it again does nothing.
+func (h *Host) Close() error {
+	var err error
+	h.closeOnce.Do(func() {
+		h.cancel()
+		h.wg.Wait()
+		for _, r := range h.relays {
+			r()
+		}
+		for _, t := range h.topics {
+			_ = t.Close() // fails only while a subscription is open; the host goes anyway
+		}
+		derr := h.dht.Close()
+		herr := h.h.Close()
+		if derr != nil {
+			err = fmt.Errorf("closing DHT: %w", derr)
+		} else if herr != nil {
+			err = fmt.Errorf("closing host: %w", herr)
+		}
+	})
+	return err
+}
+
+// ID is the host's peer ID.
+func (h *Host) ID() peer.ID { return h.h.ID() }
+
+// Addrs are the host's dialable addresses (announce addresses if configured,
+// else listen addresses), each ending in /p2p/<id>. The slice is the caller's.
+func (h *Host) Addrs() []ma.Multiaddr {
+	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.h.ID(), Addrs: h.h.Addrs()})
+	if err != nil {
+		return nil
+	}
+	return addrs
+}
+
+// AddrInfo is the host's ID with its (announced) addresses, without /p2p.
+func (h *Host) AddrInfo() peer.AddrInfo {
+	return peer.AddrInfo{ID: h.h.ID(), Addrs: h.h.Addrs()}
+}
+
+// Peers lists the connected peers, sorted by ID.
+func (h *Host) Peers() []PeerInfo {
+	ids := h.h.Network().Peers()
+	slices.Sort(ids)
+	out := make([]PeerInfo, 0, len(ids))
+	for _, id := range ids {
+		pi := PeerInfo{ID: id, Latency: h.h.Peerstore().LatencyEWMA(id)}
+		for _, c := range h.h.Network().ConnsToPeer(id) {
+			pi.Addrs = append(pi.Addrs, c.RemoteMultiaddr().String())
+		}
+		out = append(out, pi)
+	}
+	return out
+}
+
+// RoutingTableSize is the number of peers in the DHT routing table.
+func (h *Host) RoutingTableSize() int { return h.dht.RoutingTable().Size() }
+
+// RoutingTable lists the peers in the DHT routing table, sorted.
+func (h *Host) RoutingTable() []peer.ID {
+	ids := h.dht.RoutingTable().ListPeers()
+	slices.Sort(ids)
+	return ids
+}
+
+// KnownPeers returns connected peers and routing-table peers with their known
+// addresses, for the caller to persist and pass back as Config.Cached on the next
+// start. Peers without addresses are left out. Sorted by ID.
+func (h *Host) KnownPeers() []peer.AddrInfo {
+	ids := append(h.h.Network().Peers(), h.dht.RoutingTable().ListPeers()...)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	out := make([]peer.AddrInfo, 0, len(ids))
+	for _, id := range ids {
+		if id == h.h.ID() {
+			continue
+		}
+		if addrs := h.h.Peerstore().Addrs(id); len(addrs) > 0 {
+			out = append(out, peer.AddrInfo{ID: id, Addrs: addrs})
+		}
+	}
+	return out
+}
+
+// FailedBootstrapRounds counts the rounds in which neither a bootstrap nor a
+// cached peer answered while the host had no connection.
+func (h *Host) FailedBootstrapRounds() int64 { return h.failedRounds.Load() }
+
+// connected reports whether the host has at least one open connection.
+func (h *Host) connected() bool {
+	for _, p := range h.h.Network().Peers() {
+		if h.h.Network().Connectedness(p) == network.Connected {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,163 @@
+// Package p2ptest starts swarms of p2p hosts on loopback in one process, for
+// tests and benchmarks, and holds small helpers for polling conditions.
+package p2ptest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/p2p"
+)
+
+// Network and Run name the swarms these helpers start.
+const (
+	Network = "test-0000"
+	Run     = "run-0"
+)
+
+// Key makes a fresh Ed25519 identity.
+func Key() crypto.PrivKey {
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		panic(fmt.Sprintf("generating key: %v", err)) // crypto/rand does not fail
+	}
+	return k
+}
+
+// Config is a local-profile host: loopback TCP and QUIC on free ports, DHT
+// server, no colocation penalty, every topic kind joined, fast retries.
+func Config(key crypto.PrivKey) p2p.Config {
+	return p2p.Config{
+		Identity: key,
+		Listen:   []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"},
+		Network:  Network,
+		Run:      Run,
+		DHTMode:  p2p.DHTServer,
+		Topics:   p2p.Kinds,
+		RetryMin: 100 * time.Millisecond,
+		RetryMax: 2 * time.Second,
+		Logger:   slog.New(slog.DiscardHandler),
+	}
+}
+
+// Swarm is a bootstrap host and the hosts that joined through it.
+type Swarm struct {
+	Boot  *p2p.Host
+	Hosts []*p2p.Host
+}
+
+// All returns the bootstrap host followed by the others.
+func (s *Swarm) All() []*p2p.Host { return append([]*p2p.Host{s.Boot}, s.Hosts...) }
+
+// Start starts a bootstrap host (peer exchange on) and n hosts that know only the
+// bootstrap's address. mutate, if not nil, edits each config before the host
+// starts (i = -1 for the bootstrap). On error the hosts started so far are closed.
+func Start(ctx context.Context, n int, mutate func(i int, c *p2p.Config)) (*Swarm, error) {
+	cfg := Config(Key())
+	cfg.PeerExchange = true
+	if mutate != nil {
+		mutate(-1, &cfg)
+	}
+	boot, err := p2p.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting bootstrap: %w", err)
+	}
+	s := &Swarm{Boot: boot}
+	for i := range n {
+		c := Config(Key())
+		c.Bootstrap = []peer.AddrInfo{boot.AddrInfo()}
+		if mutate != nil {
+			mutate(i, &c)
+		}
+		h, err := p2p.New(ctx, c)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("starting host %d: %w", i, err)
+		}
+		s.Hosts = append(s.Hosts, h)
+	}
+	return s, nil
+}
+
+// Close closes every host.
+func (s *Swarm) Close() error {
+	var errs []error
+	for _, h := range s.All() {
+		errs = append(errs, h.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Known is what a host has found of the network: its connected peers and its
+// routing table, sorted and without duplicates.
+func Known(h *p2p.Host) []peer.ID {
+	var ids []peer.ID
+	for _, p := range h.Peers() {
+		ids = append(ids, p.ID)
+	}
+	ids = append(ids, h.RoutingTable()...)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// FoundAll reports whether every host knows (Known) every other host.
+func FoundAll(hosts []*p2p.Host) bool {
+	for _, h := range hosts {
+		if Missing(h, hosts) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Missing counts the hosts among others (other than h) that h does not know.
+func Missing(h *p2p.Host, others []*p2p.Host) int {
+	known := Known(h)
+	n := 0
+	for _, o := range others {
+		if o.ID() != h.ID() {
+			if _, ok := slices.BinarySearch(known, o.ID()); !ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// InTables reports whether every host's DHT routing table holds every other host.
+func InTables(hosts []*p2p.Host) bool {
+	for _, h := range hosts {
+		table := h.RoutingTable()
+		for _, o := range hosts {
+			if _, ok := slices.BinarySearch(table, o.ID()); !ok && o.ID() != h.ID() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Poll calls cond every interval until it returns true (nil) or ctx ends (an
+// error naming what was awaited).
+func Poll(ctx context.Context, what string, interval time.Duration, cond func() bool) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
