@@ -1,10 +1,255 @@
 package configs
 
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Training tasks a network can run.
+const (
+	TaskCharLM    = "charlm"    // character-level language model on a text corpus
+	TaskFMNIST    = "fmnist"    // MLP classifier on Fashion-MNIST
+	TaskSynthetic = "synthetic" // tiny teacher task, for tests
+)
+
+// Tasks lists the task names in a stable order.
+var Tasks = []string{TaskCharLM, TaskFMNIST, TaskSynthetic}
+
+// Aggregation methods (the names of package training/aggregate).
+var AggregationMethods = []string{"mean", "trimmed_mean", "median", "centered_clip", "norm_clip"}
+
 // TrainingSpec is the network's model and training recipe. Every node trains the same model
 // with the same recipe; only the data slice differs.
 type TrainingSpec struct {
 	// Task names the model and data: "charlm", "fmnist" or "synthetic".
 	Task string `toml:"task" cbor:"1,keyasint"`
+	// Seed draws the initial weights and deals the data slices.
+	Seed uint64 `toml:"seed" cbor:"2,keyasint"`
+	// Context is the number of characters the language model sees (charlm only).
+	Context int `toml:"context" cbor:"3,keyasint"`
+	// Embed is the character embedding width (charlm only).
+	Embed int `toml:"embed" cbor:"4,keyasint"`
+	// Hidden lists the widths of the hidden layers.
+	Hidden []int `toml:"hidden" cbor:"5,keyasint"`
+	// BatchSize is the number of samples per inner step.
+	BatchSize int `toml:"batch_size" cbor:"6,keyasint"`
+	// InnerSteps is H, the number of inner steps per round.
+	InnerSteps int `toml:"inner_steps" cbor:"7,keyasint"`
+
+	Inner       InnerOptSpec    `toml:"inner" cbor:"8,keyasint"`
+	Outer       OuterOptSpec    `toml:"outer" cbor:"9,keyasint"`
+	Compression CompressionSpec `toml:"compression" cbor:"10,keyasint"`
+	Aggregation AggregationSpec `toml:"aggregation" cbor:"11,keyasint"`
 }
 
-func (t *TrainingSpec) validate() error { return nil }
+// InnerOptSpec is the inner optimizer: AdamW, gradient clipping, warmup + cosine schedule.
+type InnerOptSpec struct {
+	LR          float64 `toml:"lr" cbor:"1,keyasint"`
+	MinLR       float64 `toml:"min_lr" cbor:"2,keyasint"`
+	Warmup      int     `toml:"warmup_steps" cbor:"3,keyasint"`
+	TotalSteps  int     `toml:"total_steps" cbor:"4,keyasint"`
+	Clip        float64 `toml:"clip" cbor:"5,keyasint"`
+	WeightDecay float64 `toml:"weight_decay" cbor:"6,keyasint"`
+}
+
+// OuterOptSpec is the outer optimizer: SGD with Nesterov momentum on pseudo-gradients.
+type OuterOptSpec struct {
+	LR       float64 `toml:"lr" cbor:"1,keyasint"`
+	Momentum float64 `toml:"momentum" cbor:"2,keyasint"`
+}
+
+// CompressionSpec configures the pseudo-gradient codec (package training/compress).
+type CompressionSpec struct {
+	RankMin       int     `toml:"rank_min" cbor:"1,keyasint"`
+	RankMax       int     `toml:"rank_max" cbor:"2,keyasint"`
+	EnergyTarget  float64 `toml:"energy_target" cbor:"3,keyasint"`
+	PowerIters    int     `toml:"power_iters" cbor:"4,keyasint"`
+	BlockSize     int     `toml:"block_size" cbor:"5,keyasint"`
+	MinLowRank    int     `toml:"min_low_rank" cbor:"6,keyasint"`
+	MaxShardBytes int     `toml:"max_shard_bytes" cbor:"7,keyasint"`
+	DenseBits     int     `toml:"dense_bits" cbor:"8,keyasint"`
+}
+
+// AggregationSpec configures robust aggregation (package training/aggregate).
+type AggregationSpec struct {
+	Method string  `toml:"method" cbor:"1,keyasint"`
+	Trim   float64 `toml:"trim" cbor:"2,keyasint"`
+	Tau    float64 `toml:"tau" cbor:"3,keyasint"`
+	Iters  int     `toml:"iters" cbor:"4,keyasint"`
+}
+
+// DefaultTrainingSpec is the recipe of the default network: the character-level language
+// model (about 1.1M parameters) with the settings measured by `lowband bench train`.
+func DefaultTrainingSpec() TrainingSpec {
+	return TrainingSpec{
+		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{512, 512, 512},
+		BatchSize: 32, InnerSteps: 20,
+		Inner:       InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 20, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
+		Outer:       OuterOptSpec{LR: 0.7, Momentum: 0.9},
+		Compression: CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4},
+		Aggregation: AggregationSpec{Method: "mean"},
+	}
+}
+
+func keyErr(key, format string, a ...any) error {
+	return &KeyError{Key: key, Err: fmt.Errorf(format, a...)}
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// DefaultTrainingSpecFor is the default recipe of a task (charlm as DefaultTrainingSpec;
+// fmnist and synthetic with smaller classifiers). It returns the charlm recipe with the
+// task's name for an unknown task.
+func DefaultTrainingSpecFor(task string) TrainingSpec {
+	d := DefaultTrainingSpec()
+	d.Task = task
+	switch task {
+	case TaskFMNIST:
+		d.Context, d.Embed, d.Hidden, d.BatchSize = 0, 0, []int{512, 256}, 64
+	case TaskSynthetic:
+		d.Context, d.Embed, d.Hidden, d.BatchSize, d.InnerSteps = 0, 0, []int{16}, 16, 10
+	}
+	return d
+}
+
+// fill sets every zero field to the task's default, so that a spec may name only what it
+// changes. Zero is never a meaningful setting for these fields, except where noted in
+// validate (min_lr, warmup_steps, clip, weight_decay, momentum, trim, tau, iters keep 0).
+func (t *TrainingSpec) fill() {
+	d := DefaultTrainingSpecFor(t.Task)
+	fillInt := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if t.Seed == 0 {
+		t.Seed = d.Seed
+	}
+	fillInt(&t.Context, d.Context)
+	fillInt(&t.Embed, d.Embed)
+	if len(t.Hidden) == 0 {
+		t.Hidden = d.Hidden
+	}
+	fillInt(&t.BatchSize, d.BatchSize)
+	fillInt(&t.InnerSteps, d.InnerSteps)
+	if t.Inner == (InnerOptSpec{}) {
+		t.Inner = d.Inner
+	}
+	if t.Outer == (OuterOptSpec{}) {
+		t.Outer = d.Outer
+	}
+	if t.Compression == (CompressionSpec{}) {
+		t.Compression = d.Compression
+	}
+	if t.Aggregation == (AggregationSpec{}) {
+		t.Aggregation = d.Aggregation
+	}
+}
+
+// validate fills defaults (an empty task is charlm; see fill) and checks every field.
+func (t *TrainingSpec) validate() error {
+	if t.Task == "" {
+		t.Task = TaskCharLM
+	}
+	if !slices.Contains(Tasks, t.Task) {
+		return keyErr("task", "unknown task %q (want one of %v)", t.Task, Tasks)
+	}
+	t.fill()
+	if t.Task == TaskCharLM && (t.Context < 1 || t.Context > 1024) {
+		return keyErr("context", "%d not in [1, 1024]", t.Context)
+	}
+	if t.Task == TaskCharLM && (t.Embed < 1 || t.Embed > 4096) {
+		return keyErr("embed", "%d not in [1, 4096]", t.Embed)
+	}
+	if len(t.Hidden) < 1 || len(t.Hidden) > 16 {
+		return keyErr("hidden", "want 1 to 16 hidden layers, have %d", len(t.Hidden))
+	}
+	for i, h := range t.Hidden {
+		if h < 1 || h > 16384 {
+			return keyErr(fmt.Sprintf("hidden[%d]", i), "%d not in [1, 16384]", h)
+		}
+	}
+	if t.BatchSize < 1 || t.BatchSize > 1<<16 {
+		return keyErr("batch_size", "%d not in [1, 65536]", t.BatchSize)
+	}
+	if t.InnerSteps < 1 || t.InnerSteps > 1<<20 {
+		return keyErr("inner_steps", "%d not in [1, 1048576]", t.InnerSteps)
+	}
+	for _, sub := range []struct {
+		key string
+		err error
+	}{{"inner", t.Inner.validate()}, {"outer", t.Outer.validate()}, {"compression", t.Compression.validate()}, {"aggregation", t.Aggregation.validate()}} {
+		if sub.err != nil {
+			return prefixKey(sub.key, sub.err)
+		}
+	}
+	return nil
+}
+
+func (o *InnerOptSpec) validate() error {
+	switch {
+	case !finite(o.LR) || o.LR <= 0 || o.LR > 1:
+		return keyErr("lr", "%v not in (0, 1]", o.LR)
+	case !finite(o.MinLR) || o.MinLR < 0 || o.MinLR > o.LR:
+		return keyErr("min_lr", "%v not in [0, lr]", o.MinLR)
+	case o.Warmup < 0:
+		return keyErr("warmup_steps", "%d is negative", o.Warmup)
+	case o.TotalSteps < o.Warmup:
+		return keyErr("total_steps", "%d is below warmup_steps %d", o.TotalSteps, o.Warmup)
+	case !finite(o.Clip) || o.Clip < 0:
+		return keyErr("clip", "%v is negative (0 turns clipping off)", o.Clip)
+	case !finite(o.WeightDecay) || o.WeightDecay < 0 || o.WeightDecay >= 1:
+		return keyErr("weight_decay", "%v not in [0, 1)", o.WeightDecay)
+	}
+	return nil
+}
+
+func (o *OuterOptSpec) validate() error {
+	if !finite(o.LR) || o.LR <= 0 || o.LR > 10 {
+		return keyErr("lr", "%v not in (0, 10]", o.LR)
+	}
+	if !finite(o.Momentum) || o.Momentum < 0 || o.Momentum >= 1 {
+		return keyErr("momentum", "%v not in [0, 1)", o.Momentum)
+	}
+	return nil
+}
+
+func (c *CompressionSpec) validate() error {
+	switch {
+	case c.RankMin < 1 || c.RankMax < c.RankMin || c.RankMax > 1024:
+		return keyErr("rank_max", "want 1 <= rank_min (%d) <= rank_max (%d) <= 1024", c.RankMin, c.RankMax)
+	case !finite(c.EnergyTarget) || c.EnergyTarget <= 0 || c.EnergyTarget > 1:
+		return keyErr("energy_target", "%v not in (0, 1]", c.EnergyTarget)
+	case c.PowerIters < 1 || c.PowerIters > 16:
+		return keyErr("power_iters", "%d not in [1, 16]", c.PowerIters)
+	case c.BlockSize < 8 || c.BlockSize > 4096 || c.BlockSize%2 != 0:
+		return keyErr("block_size", "%d: want even, in [8, 4096]", c.BlockSize)
+	case c.MinLowRank < 4:
+		return keyErr("min_low_rank", "%d is below 4", c.MinLowRank)
+	case c.MaxShardBytes < 4<<10 || c.MaxShardBytes > 512<<10:
+		return keyErr("max_shard_bytes", "%d not in [4096, 524288]", c.MaxShardBytes)
+	case c.DenseBits != 4 && c.DenseBits != 8:
+		return keyErr("dense_bits", "%d: want 4 or 8", c.DenseBits)
+	}
+	return nil
+}
+
+func (a *AggregationSpec) validate() error {
+	if !slices.Contains(AggregationMethods, a.Method) {
+		return keyErr("method", "unknown method %q (want one of %v)", a.Method, AggregationMethods)
+	}
+	if !finite(a.Trim) || a.Trim < 0 || a.Trim >= 0.5 {
+		return keyErr("trim", "%v not in [0, 0.5)", a.Trim)
+	}
+	if !finite(a.Tau) || a.Tau < 0 {
+		return keyErr("tau", "%v is negative", a.Tau)
+	}
+	if a.Iters < 0 || a.Iters > 100 {
+		return keyErr("iters", "%d not in [0, 100]", a.Iters)
+	}
+	return nil
+}
+
+var errNoData = errors.New("not a usable path")
