@@ -1,0 +1,55 @@
+// Package incentives is lowband's stake ledger: a pure state machine that every honest node
+// derives identically from committed round records and self-verifying evidence.
+//
+// # Objects
+//
+//   - Params and Genesis: the rules and initial stakes, from the network spec (the node
+//     converts configs.IncentivesSpec; this package does not import configs).
+//   - Evidence: proof of one offence, checkable by anyone from signed data alone:
+//     equivocation (two different shard headers signed by one attested key for the same
+//     peer, round and index), invalid attestation (a shard header signed under a bundle that
+//     fails the policy in a provable way, see ProvableClasses) and invalid content (a signed
+//     shard, attested by a valid bundle, whose payload fails the content checks). Its ID is
+//     the hash of its canonical encoding.
+//   - Record: the commit record of one closed round: round, previous root, inclusion list
+//     (contributions and evidence), model root, new root. Records chain by root.
+//   - State: the ledger. State.Root hashes its one canonical encoding.
+//
+// # Usage
+//
+// A node closes a round with State.Build, which checks the evidence it holds, leaves out
+// what proves nothing, and returns the canonical record and the next state. A node that
+// receives or replays a record calls State.Apply, which refuses the whole record if any
+// evidence in it is bad, out of the window, or if the record's roots do not match. Both
+// return new values and never modify the receiver; the caller persists the record and the
+// state together (node/store does it in one transaction).
+//
+//	st, _ := incentives.NewState(params, genesis)
+//	rec, next, events, rejected, err := st.Build(contribs, evidence, modelRoot, checker)
+//	// persist rec and next atomically, publish rec, then st = next
+//
+// # Rules
+//
+// Within a round: jails that end are released; evidence is penalised in ID order; then
+// included contributions are rewarded in peer order. A penalty takes from stake first, then
+// from balance, and jails the peer for Params.JailRounds rounds after the record's round: a
+// jailed peer earns nothing and has no voting power. A contribution of a peer whose stake is
+// at least MinStake (and positive) earns Reward; any other peer earns
+// Reward*UnstakedWeightPPM/10^6, so newcomers can join and earn before they hold stake.
+//
+// The same offence counts once. Offences are keyed (kind, peer, round, index) — with index 0
+// for invalid attestation, whose offence is the bundle, not each shard — so two different
+// proofs of one offence, in one record or in two, penalise once. The ledger remembers
+// penalised offences for as long as evidence about them can still be included (the
+// evidence window), which bounds its memory.
+//
+// Order independence: Apply canonicalises the record (contributions by peer, evidence by
+// ID, duplicates dropped) before anything is applied, so the same records give the same
+// bytes whatever order evidence arrived in.
+//
+// # Purity
+//
+// The package reads no clock, no files and no network. Evidence checks call the hooks of
+// Checker (bundle verification and the content check), which the node sets; they must be
+// deterministic for the ledger to be.
+package incentives
