@@ -1,0 +1,224 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/p2p"
+)
+
+// Options are what New needs. Config and Spec come from the home directory (Home.Load).
+type Options struct {
+	Home    configs.Home
+	Config  *configs.Config
+	Spec    *configs.Spec
+	Role    string // configs.RoleNode or configs.RoleBootstrap; empty uses Config.Role
+	Logger  *slog.Logger
+	Version string
+}
+
+// Node is a running lowband node. Its methods are safe for concurrent use.
+type Node struct {
+	opts    Options
+	role    string
+	log     *slog.Logger
+	host    *p2p.Host
+	api     *apiServer
+	started time.Time
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// peerCacheInterval is how often the node saves the peers it knows to the home directory.
+const peerCacheInterval = 30 * time.Second
+
+// New starts a node: the libp2p host, the DHT and gossip, and the local HTTP API, whose
+// address it writes to the home directory. On error nothing is left running.
+func New(ctx context.Context, opts Options) (_ *Node, err error) {
+	role := opts.Role
+	if role == "" {
+		role = opts.Config.Role
+	}
+	if role != configs.RoleNode && role != configs.RoleBootstrap {
+		return nil, fmt.Errorf("unknown role %q (want node or bootstrap)", role)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	n := &Node{opts: opts, role: role, log: log, started: time.Now()}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+
+	key, err := opts.Home.LoadIdentity()
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	pcfg, err := n.p2pConfig(key, reg)
+	if err != nil {
+		return nil, err
+	}
+	if n.host, err = p2p.New(ctx, pcfg); err != nil {
+		return nil, fmt.Errorf("starting libp2p host: %w", err)
+	}
+	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, nil, log); err != nil {
+		return nil, err
+	}
+	if err := configs.WriteFileAtomic(opts.Home.APIAddrPath(), []byte(n.api.Addr()+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("writing API address: %w", err)
+	}
+	log.Info("node started", "peer_id", n.host.ID().String(), "role", role,
+		"network", opts.Spec.NetworkID(), "run", opts.Spec.Run, "api", "http://"+n.api.Addr(),
+		"addrs", addrStrings(n.host.Addrs()))
+	return n, nil
+}
+
+func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Config, error) {
+	c, s := n.opts.Config, n.opts.Spec
+	boot, err := parsePeerAddrs(append(append([]string{}, s.Bootstrap...), c.P2P.Bootstrap...))
+	if err != nil {
+		return p2p.Config{}, err
+	}
+	cached, err := loadPeerCache(n.opts.Home.PeersPath())
+	if err != nil {
+		n.log.Warn("ignoring the peers cache", "err", err)
+	}
+	return p2p.Config{
+		Identity:          key,
+		Listen:            c.P2P.Listen,
+		Announce:          c.P2P.Announce,
+		Network:           s.NetworkID(),
+		Run:               s.Run,
+		Bootstrap:         boot,
+		Cached:            cached,
+		DHTMode:           c.P2P.DHTMode,
+		ConnLow:           c.P2P.ConnLow,
+		ConnHigh:          c.P2P.ConnHigh,
+		ColocationPenalty: c.P2P.ColocationPenalty,
+		Topics:            []string{"shards", "records", "evidence", "attest"},
+		PeerExchange:      n.role == configs.RoleBootstrap,
+		Logger:            n.log,
+		Registerer:        reg,
+	}, nil
+}
+
+// Run serves until ctx is cancelled, then closes the node and returns.
+func (n *Node) Run(ctx context.Context) error {
+	t := time.NewTicker(peerCacheInterval)
+	defer t.Stop()
+	lastPeers := -1
+	for {
+		select {
+		case <-ctx.Done():
+			n.savePeers()
+			return n.Close()
+		case <-t.C:
+			n.savePeers()
+			if p := len(n.host.Peers()); p != lastPeers {
+				n.log.Info("peers", "connected", p, "dht_table", n.host.RoutingTableSize())
+				lastPeers = p
+			}
+		}
+	}
+}
+
+func (n *Node) savePeers() {
+	if err := savePeerCache(n.opts.Home.PeersPath(), n.host.ID(), n.host.KnownPeers()); err != nil {
+		n.log.Warn("saving the peers cache", "err", err)
+	}
+}
+
+// Close stops the API and the host. It is safe to call more than once.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.api != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, n.api.Close(ctx))
+			cancel()
+			if err := os.Remove(n.opts.Home.APIAddrPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		if n.host != nil {
+			errs = append(errs, n.host.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// APIAddr is the local HTTP API's host:port.
+func (n *Node) APIAddr() string { return n.api.Addr() }
+
+// ID is the node's peer ID.
+func (n *Node) ID() peer.ID { return n.host.ID() }
+
+// Status implements source.
+func (n *Node) Status() Status {
+	return Status{
+		PeerID:         n.host.ID().String(),
+		Role:           n.role,
+		Network:        n.opts.Spec.NetworkID(),
+		Run:            n.opts.Spec.Run,
+		Addresses:      addrStrings(n.host.Addrs()),
+		ConnectedPeers: len(n.host.Peers()),
+		DHTTableSize:   n.host.RoutingTableSize(),
+		Topics:         n.host.Topics(),
+		UptimeSeconds:  time.Since(n.started).Seconds(),
+		Version:        n.opts.Version,
+	}
+}
+
+// Peers implements source.
+func (n *Node) Peers() []Peer {
+	ps := n.host.Peers()
+	out := make([]Peer, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, Peer{ID: p.ID.String(), Addresses: p.Addrs, LatencyMS: float64(p.Latency.Microseconds()) / 1000})
+	}
+	return out
+}
+
+func addrStrings(as []ma.Multiaddr) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.String()
+	}
+	return out
+}
+
+func parsePeerAddrs(ss []string) ([]peer.AddrInfo, error) {
+	var out []peer.AddrInfo
+	for _, s := range ss {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap address %q is not a multiaddr: %w", s, err)
+		}
+		ai, err := peer.AddrInfoFromP2pAddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap address %q: %w", s, err)
+		}
+		out = append(out, *ai)
+	}
+	return out, nil
+}
