@@ -1,0 +1,44 @@
+package compress
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+func FuzzDecodeShard(f *testing.F) {
+	m := sample(f)
+	f.Add(mustBytes(f, m))
+	big, _ := shardSample(f)
+	shards, err := big.Shards()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range shards[:4] {
+		f.Add(s.Data)
+	}
+	e := mustEncoder(f, Config{MinLowRank: 16, NoQuant: true, RankMax: 2})
+	rng := newRand(14)
+	f.Add(mustBytes(f, mustEncode(f, e, []Tensor{randTensor(rng, "w", 1, 6, 5), randTensor(rng, "v", 1, 3)})))
+	f.Add([]byte{})
+	f.Add([]byte{0xa0})
+	lim := Limits{MaxBytes: 1 << 16, MaxTensors: 64, MaxElements: 1 << 16, MaxRank: 16}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := DecodeShard(data, lim)
+		if err != nil {
+			return
+		}
+		again, err := m.Bytes()
+		if err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("accepted input does not re-encode to itself: %v", err)
+		}
+		ts, err := m.Decode()
+		shapes := map[string][]int{}
+		for _, tt := range ts {
+			shapes[tt.Name] = tt.Shape
+		}
+		if cerr := m.Check(shapes, math.Inf(1)); (err == nil) != (cerr == nil) && len(shapes) == len(m.pieces) {
+			t.Fatalf("Decode and Check disagree: %v / %v", err, cerr)
+		}
+	})
+}
