@@ -1,0 +1,22 @@
+// Package aggregate combines the decoded pseudo-gradients of one round into one update, robustly
+// and bit-reproducibly: the same inputs in any order give the same bytes.
+//
+// Inputs are sorted by ID first; every sum then runs in that fixed order (or, for the
+// coordinate-wise statistics, in the order of the sorted values with ties broken by ID), and
+// every product is rounded before it is added (float64(a*b) + c), so no platform fuses a
+// multiply-add. Nothing iterates over a map.
+//
+// Methods (weights are the contributors' Input.Weight, all > 0; W is their sum):
+//
+//   - mean: Σ wᵢxᵢ / W.
+//   - trimmed_mean: per coordinate, drop the k = ⌊Trim·n⌋ smallest and k largest values, then
+//     the weighted mean of the rest (Yin et al., 2018).
+//   - median: per coordinate, the weighted median: the first sorted value at which the
+//     cumulative weight exceeds W/2, or the midpoint of it and the next value when the
+//     cumulative weight equals W/2 exactly (with equal weights, the ordinary median).
+//   - centered_clip: start from the coordinate-wise median v and repeat Iters times
+//     v ← v + Σ (wᵢ/W)·clip(xᵢ − v) with clip(d) = d·min(1, τ/‖d‖) (Karimireddy et al.,
+//     2021). Tau = 0 sets τ to the weighted median of the distances ‖xᵢ − median‖.
+//   - norm_clip: scale every input down to at most the weighted median of the input norms,
+//     then take the weighted mean.
+package aggregate
