@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -77,3 +78,5 @@ func unhex(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

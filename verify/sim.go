@@ -122,3 +122,23 @@ func verifySim(evidence []byte, p *Policy) (*Verdict, error) {
 		TCB:                "sim",
 	}, nil
 }
+
+// NewSimBundle makes a bundle with sim evidence for the given identity: the evidence binds
+// ReportData(network, run, peerID, ephemeral, EpochSeed(network, run, epoch)). For testnets
+// and tests only.
+func NewSimBundle(root ed25519.PrivateKey, measurement []byte, network, run, peerID string, epoch uint64, ephemeral ed25519.PublicKey) (*Bundle, error) {
+	seed := EpochSeed(network, run, epoch)
+	ev, err := SignSimEvidence(root, measurement, ReportData(network, run, peerID, ephemeral, seed[:]))
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{
+		Version: BundleVersion, Kind: KindSim, Evidence: ev,
+		EphemeralKey: append([]byte(nil), ephemeral...),
+		PeerID:       peerID, Network: network, Run: run, Epoch: epoch,
+	}
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
