@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
+)
+
+// runMachines runs DiLoCo through one round.Machine per worker, exchanging the real shard
+// bytes: each worker decodes every other worker's shards (in a shuffled order of senders),
+// so the check that all workers end with byte-identical parameters also checks that
+// arrival order does not matter. It returns the final θ, the time in the codec and the
+// round machines, the bytes sent by all workers, and whether all workers agree.
+func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) ([]training.Tensor, time.Duration, int64, bool, error) {
+	W := opt.Workers
+	ms := make([]*round.Machine, W)
+	starts := make([][]training.Tensor, W)
+	for w := range ms {
+		cc := opt.Compress
+		cc.Seed = opt.Compress.Seed + uint64(w)
+		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.OuterLR, Momentum: opt.Momentum, Compress: cc, Aggregate: opt.Aggregate}, round.State{Params: theta0})
+		if err != nil {
+			return nil, 0, 0, false, err
+		}
+		s, err := m.Start()
+		if err != nil {
+			return nil, 0, 0, false, err
+		}
+		ms[w], starts[w] = m, s.Params
+	}
+	sim := &simNet{ms: ms, starts: starts, agree: true}
+	for r := 0; r < opt.Rounds; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, 0, false, err
+		}
+		locals, err := localPhase(opt, ws, sim.starts)
+		if err != nil {
+			return nil, 0, 0, false, err
+		}
+		t0 := time.Now()
+		if err := sim.round(uint64(r), locals); err != nil {
+			return nil, 0, 0, false, err
+		}
+		sim.codec += time.Since(t0)
+	}
+	t0 := time.Now()
+	for _, m := range ms {
+		m.Finish()
+	}
+	if err := sim.closeAll(); err != nil {
+		return nil, 0, 0, false, err
+	}
+	sim.codec += time.Since(t0)
+	return sim.final, sim.codec, sim.sent, sim.agree, nil
+}
+
+// simNet moves shards between the simulated workers' machines.
+type simNet struct {
+	ms     []*round.Machine
+	starts [][]training.Tensor
+	codec  time.Duration
+	sent   int64
+	final  []training.Tensor
+	agree  bool
+}
+
+func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
+	W := len(s.ms)
+	shards := make([][]compress.Shard, W)
+	readies := make([]round.Ready, W)
+	err := parallel(W, 2, func(w int) error {
+		rd, err := s.ms[w].LocalDone(r, locals[w])
+		readies[w] = rd
+		if err == nil {
+			shards[w] = rd.Send.Shards
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for w, rd := range readies {
+		for _, sh := range shards[w] {
+			s.sent += int64(len(sh.Data))
+		}
+		if rd.Start != nil {
+			s.starts[w] = rd.Start.Params
+		}
+	}
+	if err := parallel(W, 2, func(w int) error { return s.deliver(r, w, shards) }); err != nil {
+		return err
+	}
+	return s.closeDue()
+}
+
+// deliver hands every other worker's round-r shards to worker w, senders in random order.
+func (s *simNet) deliver(r uint64, w int, shards [][]compress.Shard) error {
+	order := rand.New(rand.NewPCG(uint64(w), r)).Perm(len(shards))
+	for _, v := range order {
+		if v == w {
+			continue
+		}
+		parts := make([]*compress.Message, len(shards[v]))
+		for i, sh := range shards[v] {
+			p, err := compress.DecodeShard(sh.Data, compress.DefaultLimits)
+			if err != nil {
+				return fmt.Errorf("worker %d decoding a shard of %d: %w", w, v, err)
+			}
+			parts[i] = p
+		}
+		msg, err := compress.Join(parts)
+		if err != nil {
+			return err
+		}
+		if err := s.ms[w].Receive(round.Contribution{Round: r, Peer: peerID(v), Weight: 1, Msg: msg}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeDue closes every round each machine may close now, two machines at a time.
+func (s *simNet) closeDue() error {
+	W := len(s.ms)
+	closed := make([][]training.Tensor, W)
+	err := parallel(W, 2, func(w int) error {
+		for {
+			next, ok := s.ms[w].Closable()
+			if !ok {
+				return nil
+			}
+			rd, err := s.ms[w].Close(next)
+			if err != nil {
+				return err
+			}
+			if len(rd.Closed.Included) != W {
+				return fmt.Errorf("worker %d closed round %d with %d contributions, want %d", w, next, len(rd.Closed.Included), W)
+			}
+			closed[w] = rd.Closed.Params
+			if rd.Start != nil {
+				s.starts[w] = rd.Start.Params
+			}
+		}
+	})
+	if err != nil || closed[0] == nil {
+		return err
+	}
+	s.final = closed[0]
+	ref := tensorBytes(closed[0])
+	for _, c := range closed[1:] {
+		if !bytes.Equal(ref, tensorBytes(c)) {
+			s.agree = false
+		}
+	}
+	return nil
+}
+
+func (s *simNet) closeAll() error { return s.closeDue() }
+
+// tensorBytes is the exact bit pattern of the tensors' values.
+func tensorBytes(ts []training.Tensor) []byte {
+	var b bytes.Buffer
+	for _, t := range ts {
+		for _, v := range t.Data {
+			var x [8]byte
+			u := math.Float64bits(v)
+			for i := range x {
+				x[i] = byte(u >> (8 * i))
+			}
+			b.Write(x[:])
+		}
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,47 @@
+// Package round is the pure state machine of one node's DiLoCo rounds (design section 2):
+// local work in, compressed contributions out; peers' contributions in; closed rounds out,
+// each with its inclusion list and the new global parameters.
+//
+// It does no I/O, reads no clock and starts no goroutine. The caller (the node) trains,
+// gossips, verifies, waits for quorum or deadline, and persists; the Machine decides what
+// the bytes mean. A Machine is not safe for concurrent use.
+//
+// # Usage protocol
+//
+//	m, _ := round.New(cfg, round.State{Params: theta0})
+//	start := m.Start()                        // round 0's local work starts from start.Params
+//	for {
+//		// ... run H inner steps from start.Params ...
+//		rd, err := m.LocalDone(start.Round, localParams)
+//		// gossip rd.Send.Shards
+//		// meanwhile: for every verified contribution, m.Receive(c)
+//		for rd.Start == nil {                 // with Delay 1: close the previous round first
+//			r, ok := m.Closable()             // wait for quorum/deadline, then:
+//			rd, err = m.Close(r)              // rd.Closed: inclusion list and new θ
+//		}
+//		start = *rd.Start
+//	}
+//
+// # The one-step delay
+//
+// With Config.Delay = 1, round t is closed only after round t+1's local work is done, so the
+// contributions of round t travel while round t+1 computes. Round t+1's local work therefore
+// starts from θ_t (the newest global parameters when round t's local work ended) and its
+// pseudo-gradient Δ_{t+1} = θ_t − θ_local is measured against θ_t. When round t is closed,
+// its aggregate is applied by the outer optimizer to the global θ_t, giving θ_{t+1}; the next
+// local phase (round t+2) starts from θ_{t+1}. Each pseudo-gradient is thus applied one outer
+// step late, to parameters one step newer than the ones it was computed from: a staleness of
+// one, as in overlapped and streaming DiLoCo variants. The outer momentum is applied
+// unchanged. With Delay = 0 the machine is plain DiLoCo: round t is closed before round
+// t+1's local work starts from θ_{t+1}.
+//
+// # Reproducibility
+//
+// Every node that closes round t with the same inclusion list and the same contribution bytes
+// computes the same bytes of θ_{t+1}, whatever the order in which contributions arrived:
+// contributions are decoded and aggregated in the order of their sorted peer IDs and the
+// outer step rounds every product.
+//
+// A node's own contribution is the decoded form of the message it sends, so it weighs in
+// exactly as every peer sees it.
+package round

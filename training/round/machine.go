@@ -1,0 +1,240 @@
+package round
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/aggregate"
+	"github.com/lowband/lowband/training/compress"
+)
+
+// New returns a Machine that resumes from st. It copies st.
+func New(cfg Config, st State) (*Machine, error) {
+	if cfg.Self == "" || !(cfg.Weight > 0) || math.IsInf(cfg.Weight, 0) {
+		return nil, fmt.Errorf("round: config needs a peer ID and a positive weight (%q, %v)", cfg.Self, cfg.Weight)
+	}
+	if cfg.Delay != 0 && cfg.Delay != 1 {
+		return nil, fmt.Errorf("round: delay %d (want 0 or 1)", cfg.Delay)
+	}
+	if !(cfg.OuterLR > 0) || !(cfg.Momentum >= 0 && cfg.Momentum < 1) {
+		return nil, fmt.Errorf("round: outer lr %v, momentum %v", cfg.OuterLR, cfg.Momentum)
+	}
+	if cfg.Window == 0 {
+		cfg.Window = 1
+	}
+	if cfg.MaxNorm == 0 {
+		cfg.MaxNorm = math.Inf(1)
+	}
+	enc, err := compress.NewEncoder(cfg.Compress)
+	if err != nil {
+		return nil, fmt.Errorf("round: %w", err)
+	}
+	m := &Machine{
+		cfg: cfg, enc: enc, offsets: map[string]int{}, shapes: map[string][]int{},
+		theta:     training.Flatten(st.Params),
+		outer:     training.Nesterov{LR: cfg.OuterLR, Momentum: cfg.Momentum},
+		nextClose: st.Round, nextLocal: st.Round,
+		contrib: map[uint64]map[string]Contribution{},
+	}
+	off := 0
+	for _, t := range st.Params {
+		if _, dup := m.offsets[t.Name]; dup || t.Name == "" {
+			return nil, fmt.Errorf("round: tensor name %q empty or repeated", t.Name)
+		}
+		m.offsets[t.Name] = off
+		m.shapes[t.Name] = slices.Clone(t.Shape)
+		m.like = append(m.like, training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape), Data: make([]float64, len(t.Data))})
+		off += len(t.Data)
+	}
+	if st.Momentum != nil {
+		if len(st.Momentum) != len(m.theta) {
+			return nil, fmt.Errorf("round: momentum of %d values for %d parameters", len(st.Momentum), len(m.theta))
+		}
+		m.outer.SetMomentumBuffer(st.Momentum)
+	}
+	return m, nil
+}
+
+// params returns a copy of θ as tensors.
+func (m *Machine) params() []training.Tensor {
+	ts, _ := training.Unflatten(m.theta, m.like) // sizes match by construction
+	return ts
+}
+
+// State returns what a restart needs: the first open round, θ and the outer momentum.
+// Contributions of open rounds and the codec's error feedback are not part of it.
+func (m *Machine) State() State {
+	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
+}
+
+// Start starts the next local work and returns it. It is the first call after New; later
+// starts come out of LocalDone and Close. It fails if local work is already under way or
+// the delay requires a round to be closed first.
+func (m *Machine) Start() (Start, error) {
+	if m.started || m.finished || m.nextClose+uint64(m.cfg.Delay) < m.nextLocal {
+		return Start{}, fmt.Errorf("%w: cannot start round %d (closed up to %d)", ErrOrder, m.nextLocal, m.nextClose)
+	}
+	m.started = true
+	m.base = slices.Clone(m.theta)
+	return Start{Round: m.nextLocal, Params: m.params()}, nil
+}
+
+// maybeStart starts the next local work when the delay allows it.
+func (m *Machine) maybeStart(rd *Ready) {
+	if !m.started && !m.finished && m.nextClose+uint64(m.cfg.Delay) >= m.nextLocal {
+		s, _ := m.Start()
+		rd.Start = &s
+	}
+}
+
+// LocalDone reports that local work for round r ended with the parameters local. The
+// pseudo-gradient (start minus local) is compressed into Ready.Send, and recorded as this
+// node's own contribution for round r. Ready.Start is set when the next local work may begin
+// at once; with the one-step delay that happens after closing round r-1.
+func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
+	if !m.started || r != m.nextLocal {
+		return Ready{}, fmt.Errorf("%w: local work done for round %d, expected %d", ErrOrder, r, m.nextLocal)
+	}
+	start, _ := training.Unflatten(m.base, m.like)
+	delta, err := training.PseudoGradient(start, local)
+	if err != nil {
+		return Ready{}, fmt.Errorf("round: local parameters: %w", err)
+	}
+	ts := make([]compress.Tensor, len(delta))
+	for i, t := range delta {
+		ts[i] = compress.Tensor(t)
+	}
+	msg, err := m.enc.Encode(ts)
+	if err != nil {
+		return Ready{}, fmt.Errorf("round: compressing round %d: %w", r, err)
+	}
+	shards, err := msg.Shards()
+	if err != nil {
+		return Ready{}, fmt.Errorf("round: sharding round %d: %w", r, err)
+	}
+	m.store(Contribution{Round: r, Peer: m.cfg.Self, Weight: m.cfg.Weight, Msg: msg})
+	m.nextLocal, m.started, m.base = r+1, false, nil
+	rd := Ready{Send: &Outbound{Round: r, Msg: msg, Shards: shards}}
+	m.maybeStart(&rd)
+	return rd, nil
+}
+
+func (m *Machine) store(c Contribution) {
+	if m.contrib[c.Round] == nil {
+		m.contrib[c.Round] = map[string]Contribution{}
+	}
+	m.contrib[c.Round][c.Peer] = c
+}
+
+// Receive records a peer's contribution. The caller has verified its signature and
+// attestation; Receive checks the round window, duplicates, the weight and the content
+// (names, shapes, finite values, norm bound). Errors wrap ErrClosed, ErrFuture,
+// ErrDuplicate or ErrInvalid; nothing is recorded on error.
+func (m *Machine) Receive(c Contribution) error {
+	switch {
+	case c.Round < m.nextClose:
+		return fmt.Errorf("%w: contribution for round %d, next open round is %d", ErrClosed, c.Round, m.nextClose)
+	case c.Round > m.nextLocal+m.cfg.Window:
+		return fmt.Errorf("%w: contribution for round %d, local work is at round %d", ErrFuture, c.Round, m.nextLocal)
+	case c.Peer == "" || c.Msg == nil:
+		return fmt.Errorf("%w: missing peer or message", ErrInvalid)
+	case !(c.Weight > 0) || math.IsInf(c.Weight, 0):
+		return fmt.Errorf("%w: weight %v", ErrInvalid, c.Weight)
+	}
+	if _, dup := m.contrib[c.Round][c.Peer]; dup {
+		return fmt.Errorf("%w: peer %s, round %d", ErrDuplicate, c.Peer, c.Round)
+	}
+	if _, n := c.Msg.Part(); n != 1 {
+		return fmt.Errorf("%w: message is one of %d shards, not a whole contribution", ErrInvalid, n)
+	}
+	if err := c.Msg.Check(m.shapes, m.cfg.MaxNorm); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	m.store(c)
+	return nil
+}
+
+// Finish tells the machine no more local work will be done, so that the remaining rounds
+// may be closed without waiting for the next local work.
+func (m *Machine) Finish() { m.finished = true }
+
+// Closable returns the next round that may be closed now, if any.
+func (m *Machine) Closable() (uint64, bool) {
+	due := m.nextClose + uint64(m.cfg.Delay)
+	if m.finished {
+		due = m.nextClose
+	}
+	return m.nextClose, m.nextLocal > due
+}
+
+// Pending returns the peer IDs (sorted) whose contributions are held for round r.
+func (m *Machine) Pending(r uint64) []string {
+	ids := make([]string, 0, len(m.contrib[r]))
+	for id := range m.contrib[r] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Close closes round r: the contributions held for it, in sorted peer order, are decoded,
+// aggregated and applied to θ by the outer optimizer. r must be the round Closable returns.
+// Ready.Closed carries the inclusion list and the new θ; Ready.Start the next local work, if
+// it was waiting for this round.
+func (m *Machine) Close(r uint64) (Ready, error) {
+	if next, ok := m.Closable(); !ok || r != next {
+		return Ready{}, fmt.Errorf("%w: cannot close round %d (next %d, local work at %d)", ErrOrder, r, m.nextClose, m.nextLocal)
+	}
+	ids := m.Pending(r)
+	in := make([]aggregate.Input, 0, len(ids))
+	var included, rejected []string
+	for _, id := range ids {
+		c := m.contrib[r][id]
+		vec, err := m.flatten(c.Msg)
+		if err != nil {
+			rejected = append(rejected, id)
+			continue
+		}
+		included = append(included, id)
+		in = append(in, aggregate.Input{ID: id, Weight: c.Weight, Vec: vec})
+	}
+	if len(in) > 0 {
+		g, err := aggregate.Aggregate(m.cfg.Aggregate, in)
+		if err != nil {
+			return Ready{}, fmt.Errorf("round: aggregating round %d: %w", r, err)
+		}
+		if err := m.outer.Step(m.theta, g); err != nil {
+			return Ready{}, fmt.Errorf("round: outer step of round %d: %w", r, err)
+		}
+	}
+	delete(m.contrib, r)
+	m.nextClose = r + 1
+	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
+	m.maybeStart(&rd)
+	return rd, nil
+}
+
+// flatten decodes msg into one vector in the model's parameter order. Every tensor must be
+// present exactly once with its shape.
+func (m *Machine) flatten(msg *compress.Message) ([]float64, error) {
+	ts, err := msg.Decode()
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) != len(m.like) {
+		return nil, fmt.Errorf("%w: %d tensors, model has %d", ErrInvalid, len(ts), len(m.like))
+	}
+	vec := make([]float64, len(m.theta))
+	seen := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		off, ok := m.offsets[t.Name]
+		if !ok || seen[t.Name] || !slices.Equal(t.Shape, m.shapes[t.Name]) {
+			return nil, fmt.Errorf("%w: tensor %q %v", ErrInvalid, t.Name, t.Shape)
+		}
+		seen[t.Name] = true
+		copy(vec[off:off+len(t.Data)], t.Data)
+	}
+	return vec, nil
+}

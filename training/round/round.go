@@ -1,0 +1,108 @@
+package round
+
+import (
+	"errors"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/aggregate"
+	"github.com/lowband/lowband/training/compress"
+)
+
+// Errors returned by the Machine's events (wrapped with detail; test with errors.Is).
+var (
+	// ErrOrder: an event out of protocol order (local work for the wrong round, closing a
+	// round that is not the next one or not yet due).
+	ErrOrder = errors.New("round: event out of order")
+	// ErrClosed: a contribution for a round that is already closed.
+	ErrClosed = errors.New("round: round already closed")
+	// ErrFuture: a contribution for a round too far ahead of this node.
+	ErrFuture = errors.New("round: round too far in the future")
+	// ErrDuplicate: a second contribution from the same peer for the same round.
+	ErrDuplicate = errors.New("round: duplicate contribution")
+	// ErrInvalid: a contribution that fails the content checks or has a bad weight.
+	ErrInvalid = errors.New("round: invalid contribution")
+)
+
+// Config sets up a Machine. Every node of a network must use the same values except Self
+// and Weight.
+type Config struct {
+	Self   string  // this node's peer ID
+	Weight float64 // weight of this node's own contribution (> 0)
+	// Delay is 0 (close round t before round t+1's local work) or 1 (the one-step delay).
+	Delay int
+	// Window is how many rounds beyond the one in local work a contribution may be for
+	// (0 means 1).
+	Window uint64
+	// OuterLR and Momentum configure the Nesterov outer optimizer.
+	OuterLR, Momentum float64
+	// MaxNorm bounds the L2 norm of one contribution (0 means no bound).
+	MaxNorm   float64
+	Compress  compress.Config
+	Aggregate aggregate.Config
+}
+
+// State is what a Machine restarts from: the global parameters after closing Round-1 (so
+// Round is the first round still open) and the outer momentum (nil for none yet).
+type State struct {
+	Round    uint64
+	Params   []training.Tensor
+	Momentum []float64
+}
+
+// Contribution is a peer's verified, reassembled contribution for a round.
+type Contribution struct {
+	Round  uint64
+	Peer   string
+	Weight float64
+	Msg    *compress.Message
+}
+
+// Outbound is this node's contribution for a round: the message and its shards to gossip.
+type Outbound struct {
+	Round  uint64
+	Msg    *compress.Message
+	Shards []compress.Shard
+}
+
+// Closed is the outcome of closing a round.
+type Closed struct {
+	Round uint64
+	// Included lists the peer IDs whose contributions were aggregated, sorted.
+	Included []string
+	// Rejected lists peers whose contribution failed to decode at close (sorted); they are
+	// not in Included.
+	Rejected []string
+	// Params is θ after the round's outer step. The caller owns it.
+	Params []training.Tensor
+}
+
+// Start tells the caller to start local work for Round from Params (which it owns).
+type Start struct {
+	Round  uint64
+	Params []training.Tensor
+}
+
+// Ready is the output of an event. Nil fields mean nothing to do.
+type Ready struct {
+	Send   *Outbound
+	Closed *Closed
+	Start  *Start
+}
+
+// Machine is one node's round state. See the package doc for the protocol.
+type Machine struct {
+	cfg     Config
+	enc     *compress.Encoder
+	like    []training.Tensor // names and shapes, no data
+	offsets map[string]int
+	shapes  map[string][]int
+	theta   []float64
+	outer   training.Nesterov
+
+	nextClose uint64    // first round not yet closed
+	nextLocal uint64    // round of the local work in progress or next to start
+	started   bool      // local work for nextLocal has been started
+	base      []float64 // θ the local work of nextLocal started from
+	finished  bool
+	contrib   map[uint64]map[string]Contribution
+}
