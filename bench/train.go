@@ -139,8 +139,8 @@ type ModeResult struct {
 	BytesTotal float64 `json:"bytes_total"`
 	// CompressionRatio is dense fp32 pseudo-gradient bytes over BytesPerRound.
 	CompressionRatio float64 `json:"compression_ratio"`
-	// CompressShare is the share of the mode's wall time spent in encoding, decoding,
-	// aggregation and the outer step (the codec and round machine).
+	// CompressShare is the share of the mode's CPU time spent in encoding, decoding,
+	// aggregation and the outer step (the codec and the round machines of all workers).
 	CompressShare float64 `json:"compress_share"`
 	TokensPerS    float64 `json:"tokens_per_s"`
 	Seconds       float64 `json:"seconds"`

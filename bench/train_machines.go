@@ -44,20 +44,20 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
-		t0 := time.Now()
+		t0 := cpuTime()
 		if err := sim.round(uint64(r), locals); err != nil {
 			return nil, 0, 0, false, err
 		}
-		sim.codec += time.Since(t0)
+		sim.codec += cpuTime() - t0
 	}
-	t0 := time.Now()
+	t0 := cpuTime()
 	for _, m := range ms {
 		m.Finish()
 	}
 	if err := sim.closeAll(); err != nil {
 		return nil, 0, 0, false, err
 	}
-	sim.codec += time.Since(t0)
+	sim.codec += cpuTime() - t0
 	return sim.final, sim.codec, sim.sent, sim.agree, nil
 }
 

@@ -67,7 +67,7 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 	theta0 := training.Snapshot(ws.models[0].Params())
 	dense := float64(4 * training.NumParams(ws.models[0].Params()))
 	mr := &ModeResult{Name: name, Agree: true}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	var final []training.Tensor
 	var codec time.Duration
 	switch name {
@@ -91,11 +91,11 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 	if err != nil {
 		return nil, err
 	}
-	wall := time.Since(start)
+	wall, cpu := time.Since(start), cpuTime()-cpu0
 	mr.Seconds = wall.Seconds()
 	mr.BytesTotal = mr.BytesPerRound * float64(opt.Workers*opt.Rounds)
 	mr.CompressionRatio = dense / mr.BytesPerRound
-	mr.CompressShare = codec.Seconds() / wall.Seconds()
+	mr.CompressShare = codec.Seconds() / cpu.Seconds()
 	mr.TokensPerS = float64(opt.Workers*opt.Rounds*opt.H*opt.Batch) / wall.Seconds()
 	loss, acc, err := evaluate(ws.models[0], final, tk.eval)
 	if err != nil {
@@ -209,7 +209,7 @@ func runDiLoCo(ctx context.Context, opt TrainOptions, ws *workers, theta0 []trai
 		if err != nil {
 			return nil, 0, err
 		}
-		t0 := time.Now()
+		t0 := cpuTime()
 		mean := make([]float64, len(theta))
 		for _, local := range locals {
 			delta, err := training.PseudoGradient(global, local)
@@ -226,7 +226,7 @@ func runDiLoCo(ctx context.Context, opt TrainOptions, ws *workers, theta0 []trai
 		if err := outer.Step(theta, mean); err != nil {
 			return nil, 0, err
 		}
-		codec += time.Since(t0)
+		codec += cpuTime() - t0
 	}
 	final, _ := training.Unflatten(theta, theta0)
 	return final, codec, nil

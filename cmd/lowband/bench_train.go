@@ -70,4 +70,3 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	return res.WriteTable(c.App.Writer)
 }
-

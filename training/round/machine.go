@@ -156,9 +156,9 @@ func (m *Machine) Receive(c Contribution) error {
 	return nil
 }
 
-// Finish tells the machine no more local work will be done, so that the remaining rounds
-// may be closed without waiting for the next local work.
-func (m *Machine) Finish() { m.finished = true }
+// Finish tells the machine no more local work will be done (local work under way is
+// abandoned), so that the remaining rounds may be closed without waiting for it.
+func (m *Machine) Finish() { m.finished, m.started, m.base = true, false, nil }
 
 // Closable returns the next round that may be closed now, if any.
 func (m *Machine) Closable() (uint64, bool) {
