@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -91,7 +92,9 @@ func (h *Host) dialAll(seeds []peer.AddrInfo) (int, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(h.ctx, seedDialTimeout)
+			// Our own retry schedule paces these dials, so they skip the swarm's
+			// per-address dial back-off, which grows to minutes after failures.
+			ctx, cancel := context.WithTimeout(network.WithForceDirectDial(h.ctx, "bootstrap retry"), seedDialTimeout)
 			defer cancel()
 			err := h.h.Connect(ctx, ai)
 			mu.Lock()

@@ -38,7 +38,7 @@ type Config struct {
 	// what a bootstrap node does.
 	PeerExchange bool
 
-	Topics   []string                // kinds to join (see Kinds)
+	Topics   []string              // kinds to join (see Kinds)
 	AppScore func(peer.ID) float64 // gossipsub application score; nil = 0; see SetAppScore
 
 	// StreamTimeout bounds one request/response exchange when the caller's context

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -76,8 +77,12 @@ func (h *Host) Request(ctx context.Context, to peer.ID, proto string, req []byte
 	resp, err := exchange(ctx, s, req, maxResp)
 	if err != nil {
 		_ = s.Reset()
+		var ne net.Error
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+		} else if errors.As(err, &ne) && ne.Timeout() {
+			// The stream deadline (the context's) fired a moment before the context.
+			err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 		}
 		return nil, fmt.Errorf("%s request to %s: %w", proto, to.ShortString(), err)
 	}
