@@ -223,3 +223,18 @@ func DecodeHexList(list []string) ([][]byte, error) {
 	}
 	return out, nil
 }
+
+// ParseAttestSpec parses an attestation policy on its own: the keys of a network spec's
+// [attest] section at the top level of the file (kinds, allow_sim, sim_roots, [snp], [tdx]
+// ...). `lowband attest verify --policy` reads it. Defaults are filled and every field is
+// checked; errors name the file, the line and the key.
+func ParseAttestSpec(name string, data []byte) (*AttestSpec, error) {
+	a := &AttestSpec{}
+	if err := decodeStrict(data, a); err != nil {
+		return nil, decodeError(name, data, err)
+	}
+	if err := a.validate(); err != nil {
+		return nil, withLine(name, data, err)
+	}
+	return a, nil
+}

@@ -90,3 +90,19 @@ func TestAttestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAttestSpec(t *testing.T) {
+	a, err := ParseAttestSpec("policy", []byte("kinds = [\"sev-snp\"]\n[snp]\nmax_vmpl = 1\n"))
+	if err != nil || !slices.Equal(a.Kinds, []string{KindSEVSNP}) || a.SNP.MaxVMPL != 1 {
+		t.Fatalf("%+v %v", a, err)
+	}
+	_, err = ParseAttestSpec("policy", []byte("kinds = [\"sev-snp\"]\ncolour = 1\n"))
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "colour" || ke.Line != 2 {
+		t.Fatalf("unknown key: %v", err)
+	}
+	_, err = ParseAttestSpec("policy", []byte("\n[snp]\nmax_vmpl = 9\n"))
+	if !errors.As(err, &ke) || ke.Key != "snp.max_vmpl" || ke.Line != 3 {
+		t.Fatalf("bad value: %v", err)
+	}
+}
