@@ -46,3 +46,32 @@ func BenchmarkShardsJoin512(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncode1024Bias is the realistic case quoted in reports: a 1024×1024 weight matrix
+// and its 1024 bias at rank 8 (int4 factors, int8 bias). It reports the encoded bytes and the
+// ratio against dense fp32 (4 bytes per element).
+func BenchmarkEncode1024Bias(b *testing.B) {
+	rng := newRand(16)
+	e := mustEncoder(b, Config{RankMin: 8, RankMax: 8})
+	ts := []Tensor{randTensor(rng, "w", 1, 1024, 1024), randTensor(rng, "b", 1, 1024)}
+	var size int
+	for b.Loop() {
+		size = len(mustBytes(b, mustEncode(b, e, ts)))
+	}
+	b.ReportMetric(float64(size), "bytes")
+	b.ReportMetric(float64((1024*1024+1024)*4)/float64(size), "ratio_vs_fp32")
+}
+
+func BenchmarkDecode1024Bias(b *testing.B) {
+	rng := newRand(16)
+	e := mustEncoder(b, Config{RankMin: 8, RankMax: 8})
+	m := mustEncode(b, e, []Tensor{randTensor(rng, "w", 1, 1024, 1024), randTensor(rng, "b", 1, 1024)})
+	data := mustBytes(b, m)
+	for b.Loop() {
+		d, err := DecodeShard(data, DefaultLimits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mustDecode(b, d)
+	}
+}

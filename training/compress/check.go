@@ -61,15 +61,11 @@ func (p *piece) sumSquares(block int) (float64, error) {
 		}
 		return sumSquares(buf), nil
 	}
-	cols, r := p.Shape[1], p.Rank
-	pf := make([]float64, (p.Hi-p.Lo)*r)
-	qt := make([]float64, cols*r)
-	dequantise(pf, p.Codes, p.Scales, p.Bits, block)
-	dequantise(qt, p.QCodes, p.QScales, p.Bits, block)
-	row := make([]float64, cols)
+	f := p.factors(block)
+	row := make([]float64, f.cols)
 	var ss float64
-	for i := 0; i < p.Hi-p.Lo; i++ {
-		reconstructRow(row, pf[i*r:(i+1)*r], qt)
+	for i := 0; i < f.h; i++ {
+		f.row(row, i)
 		if !allFinite(row) {
 			return 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}

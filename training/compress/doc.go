@@ -38,9 +38,11 @@
 // A piece is one tensor, or a slice of it: for low-rank pieces the rows [Lo, Hi) of P together
 // with the whole Q; for dense pieces the row-major elements [Lo, Hi). Codes and scales are
 // packed byte strings (int4: two codes per byte, element 2i in the low nibble, two's
-// complement). P is stored row-major (rows × rank), Q transposed (rank × cols) so that a block
-// stays within one factor column. Decoding checks the byte length, then the CBOR structure
-// with bounded arrays and nesting, then every declared size against [Limits] and against the
+// complement). Factors are stored column by column (P as rank columns of Hi−Lo rows, Q as rank
+// columns of cols values), and each column is quantised on its own, blocks starting at the
+// column's start and int4 codes padded to whole bytes, so no block mixes two factor columns.
+// Decoding checks the byte length, then the CBOR structure with bounded arrays and nesting,
+// then every declared size against [Limits] and against the
 // bytes present, before allocating any tensor; input that does not re-encode to the same bytes
 // is rejected, so each content has exactly one encoding and one CID.
 //

@@ -18,6 +18,7 @@ type lowRank struct {
 	rng        *rand.Rand
 	// scratch, reused across rounds
 	p, tau, work []float64
+	dead         []int // columns of P zeroed in the last orthonormalisation
 }
 
 func newLowRank(rows, cols, rank int, seed uint64, name string) *lowRank {
@@ -54,33 +55,44 @@ func (lr *lowRank) factor(name string, x []float64, iters, bits, block int) (pie
 	p := general(lr.rows, lr.rank, lr.p)
 	lr.lastRank = lr.rank
 	pc := piece{Name: name, Shape: []int{lr.rows, lr.cols}, Lo: 0, Hi: lr.rows, Rank: lr.rank, Bits: bits}
+	cm := make([]float64, max(lr.rows, lr.cols)*lr.rank) // a factor in column-major order
 	for it := 0; it < iters; it++ {
 		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, m, q, 0, p)
 		lr.orthonormalise(p)
 		if it == iters-1 {
 			// Quantise P first and fit Q to the quantised P̂, so Q absorbs P's error.
-			pc.Codes = make([]byte, codeBytes(len(lr.p), bits))
-			pc.Scales = make([]byte, scaleBytes(len(lr.p), bits, block))
-			if err := quantise(pc.Codes, pc.Scales, lr.p, bits, block); err != nil {
+			pcm := transpose(cm[:len(lr.p)], lr.p, lr.rows, lr.rank)
+			nc, ns := colsBytes(lr.rows, lr.rank, bits, block)
+			pc.Codes, pc.Scales = make([]byte, nc), make([]byte, ns)
+			if err := quantiseCols(pc.Codes, pc.Scales, pcm, lr.rank, bits, block); err != nil {
 				return piece{}, err
 			}
-			dequantise(lr.p, pc.Codes, pc.Scales, bits, block)
+			dequantiseCols(pcm, pc.Codes, pc.Scales, lr.rank, bits, block)
+			transpose(lr.p, pcm, lr.rank, lr.rows)
 		}
 		blas64.Gemm(blas.Trans, blas.NoTrans, 1, m, p, 0, q)
 	}
-	qt := make([]float64, len(lr.q)) // Qᵀ, rank × cols
-	for j := 0; j < lr.cols; j++ {
-		for k := 0; k < lr.rank; k++ {
-			qt[k*lr.cols+j] = lr.q[j*lr.rank+k]
+	qt := transpose(cm[:len(lr.q)], lr.q, lr.cols, lr.rank)
+	lr.refresh()
+	nc, ns := colsBytes(lr.cols, lr.rank, bits, block)
+	pc.QCodes, pc.QScales = make([]byte, nc), make([]byte, ns)
+	return pc, quantiseCols(pc.QCodes, pc.QScales, qt, lr.rank, bits, block)
+}
+
+// transpose writes the transpose of the r×c row-major src into dst and returns dst.
+func transpose(dst, src []float64, r, c int) []float64 {
+	for i := 0; i < r; i++ {
+		for j := 0; j < c; j++ {
+			dst[j*r+i] = src[i*c+j]
 		}
 	}
-	pc.QCodes = make([]byte, codeBytes(len(qt), bits))
-	pc.QScales = make([]byte, scaleBytes(len(qt), bits, block))
-	return pc, quantise(pc.QCodes, pc.QScales, qt, bits, block)
+	return dst
 }
 
 // orthonormalise replaces p's columns by an orthonormal basis of their span (thin Householder
-// QR). Columns that are linearly dependent or zero still come out orthonormal.
+// QR). A column that adds (almost) nothing to the span of the ones before it (|R_kk| at most
+// 1e-9 of the largest) is set to zero rather than to an arbitrary basis vector, and is marked
+// in lr.dead so that the next round's warm start gets a fresh random column there.
 func (lr *lowRank) orthonormalise(p blas64.General) {
 	if lr.work == nil {
 		var w [1]float64
@@ -90,7 +102,31 @@ func (lr *lowRank) orthonormalise(p blas64.General) {
 		lr.work = make([]float64, max(n, int(w[0]), lr.rows, 1))
 	}
 	lapack64.Geqrf(p, lr.tau, lr.work, len(lr.work))
+	var big float64
+	for k := 0; k < lr.rank; k++ {
+		big = max(big, math.Abs(p.Data[k*p.Stride+k]))
+	}
+	lr.dead = lr.dead[:0]
+	for k := 0; k < lr.rank; k++ {
+		if math.Abs(p.Data[k*p.Stride+k]) <= 1e-9*big || big == 0 {
+			lr.dead = append(lr.dead, k)
+		}
+	}
 	lapack64.Orgqr(p, lr.tau, lr.work, len(lr.work))
+	for _, k := range lr.dead {
+		for i := 0; i < lr.rows; i++ {
+			p.Data[i*p.Stride+k] = 0
+		}
+	}
+}
+
+// refresh gives the warm-start Q fresh random columns where P's column was dead.
+func (lr *lowRank) refresh() {
+	for _, k := range lr.dead {
+		for j := 0; j < lr.cols; j++ {
+			lr.q[j*lr.rank+k] = lr.rng.NormFloat64()
+		}
+	}
 }
 
 func general(r, c int, data []float64) blas64.General {

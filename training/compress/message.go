@@ -79,13 +79,9 @@ func (p *piece) reconstruct(dst []float64, block int) error {
 	if p.Rank == 0 {
 		dequantise(dst, p.Codes, p.Scales, p.Bits, block)
 	} else {
-		cols, r := p.Shape[1], p.Rank
-		pf := make([]float64, (p.Hi-p.Lo)*r)
-		qt := make([]float64, cols*r)
-		dequantise(pf, p.Codes, p.Scales, p.Bits, block)
-		dequantise(qt, p.QCodes, p.QScales, p.Bits, block)
+		f := p.factors(block)
 		for i := 0; i < p.Hi-p.Lo; i++ {
-			reconstructRow(dst[i*cols:(i+1)*cols], pf[i*r:(i+1)*r], qt)
+			f.row(dst[i*f.cols:(i+1)*f.cols], i)
 		}
 	}
 	for _, v := range dst {
@@ -94,6 +90,30 @@ func (p *piece) reconstruct(dst []float64, block int) error {
 		}
 	}
 	return nil
+}
+
+// factors holds a low-rank piece's dequantised factors: P in column-major order (rank columns
+// of h rows) and Qᵀ (rank × cols, row-major).
+type factors struct {
+	h, cols int
+	p, qt   []float64
+	pr      []float64 // one row of P
+}
+
+func (p *piece) factors(block int) *factors {
+	h, cols, r := p.Hi-p.Lo, p.Shape[1], p.Rank
+	f := &factors{h: h, cols: cols, p: make([]float64, h*r), qt: make([]float64, cols*r), pr: make([]float64, r)}
+	dequantiseCols(f.p, p.Codes, p.Scales, r, p.Bits, block)
+	dequantiseCols(f.qt, p.QCodes, p.QScales, r, p.Bits, block)
+	return f
+}
+
+// row writes row i of P·Qᵀ into dst.
+func (f *factors) row(dst []float64, i int) {
+	for k := range f.pr {
+		f.pr[k] = f.p[k*f.h+i]
+	}
+	reconstructRow(dst, f.pr, f.qt)
 }
 
 // reconstructRow computes one row of P·Qᵀ: row[j] = Σ_k p[k]·qt[k·cols+j], summed in order

@@ -141,3 +141,42 @@ func dequantise(out []float64, codes, scales []byte, bits, block int) {
 func codesCanonical(codes []byte, n, bits int) bool {
 	return bits != bits4 || n%2 == 0 || codes[len(codes)-1]>>4 == 0
 }
+
+// A factor (P or Qᵀ) is stored as ncol columns of n values each; every column is quantised on
+// its own (its blocks start at the column's start and its int4 codes are padded to whole
+// bytes), so no block mixes two columns. A dense piece is the case ncol = 1.
+
+func quantiseCols(codes, scales []byte, vals []float64, ncol, bits, block int) error {
+	n := len(vals) / ncol
+	cb, sb := codeBytes(n, bits), scaleBytes(n, bits, block)
+	for k := 0; k < ncol; k++ {
+		if err := quantise(codes[k*cb:(k+1)*cb], scales[k*sb:(k+1)*sb], vals[k*n:(k+1)*n], bits, block); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func dequantiseCols(out []float64, codes, scales []byte, ncol, bits, block int) {
+	n := len(out) / ncol
+	cb, sb := codeBytes(n, bits), scaleBytes(n, bits, block)
+	for k := 0; k < ncol; k++ {
+		dequantise(out[k*n:(k+1)*n], codes[k*cb:(k+1)*cb], scales[k*sb:(k+1)*sb], bits, block)
+	}
+}
+
+// colsBytes returns the code and scale byte lengths of ncol columns of n values.
+func colsBytes(n, ncol, bits, block int) (codes, scales int) {
+	return ncol * codeBytes(n, bits), ncol * scaleBytes(n, bits, block)
+}
+
+// colsCanonical reports whether every column's int4 padding nibble is zero.
+func colsCanonical(codes []byte, n, ncol, bits int) bool {
+	cb := codeBytes(n, bits)
+	for k := 0; k < ncol; k++ {
+		if !codesCanonical(codes[k*cb:(k+1)*cb], n, bits) {
+			return false
+		}
+	}
+	return true
+}

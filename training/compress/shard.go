@@ -98,17 +98,17 @@ func pieceSize(p piece) (int, error) {
 	return len(b), err
 }
 
-// split cuts p into consecutive slices of at most budget encoded bytes, at multiples of step
-// units (rows for low-rank pieces, elements for dense ones) so every slice starts a block.
+// split cuts p into consecutive slices of at most budget encoded bytes, at multiples of the
+// block size in units (rows for low-rank pieces, elements for dense ones), so every slice's
+// columns start a block.
 func (m *Message) split(p piece, budget int) ([]piece, error) {
-	width := max(p.Rank, 1) // values per unit
-	step := m.block / gcd(width, m.block)
+	step := m.block
 	fixed, _ := pieceSize(p.slice(p.Lo, p.Lo+min(step, p.Hi-p.Lo), m.block))
-	perStep := codeBytes(step*width, p.Bits) + scaleBytes(step*width, p.Bits, m.block)
 	if fixed > budget {
 		return nil, fmt.Errorf("%w: tensor %q cannot be split under a %d-byte shard", ErrTooLarge, p.Name, budget+envelope)
 	}
-	k := (budget - fixed) / perStep // steps per slice beyond the first
+	cb, sb := colsBytes(step, p.ncol(), p.Bits, m.block)
+	k := (budget - fixed) / (cb + sb) // steps per slice beyond the first
 	var out []piece
 	for lo := p.Lo; lo < p.Hi; {
 		hi := min(p.Hi, lo+(k+1)*step)
@@ -126,23 +126,25 @@ func (m *Message) split(p piece, budget int) ([]piece, error) {
 	return out, nil
 }
 
-// slice returns units [lo, hi) of p (absolute rows or elements); p.Lo must be block-aligned
-// in values and (lo-p.Lo) a multiple of the block in values.
+// ncol is the number of stored columns in Codes: the rank for low-rank pieces, else 1.
+func (p *piece) ncol() int { return max(p.Rank, 1) }
+
+// slice returns units [lo, hi) of p (absolute rows or elements); lo-p.Lo must be a multiple
+// of the block size, and so must hi-p.Lo unless hi = p.Hi.
 func (p piece) slice(lo, hi, block int) piece {
-	width := max(p.Rank, 1)
-	v0, n := (lo-p.Lo)*width, (hi-lo)*width
+	n, v0, m := p.Hi-p.Lo, lo-p.Lo, hi-lo
+	cb, sb := codeBytes(n, p.Bits), scaleBytes(n, p.Bits, block)
 	c := p
 	c.Lo, c.Hi = lo, hi
-	c.Codes = p.Codes[codeBytes(v0, p.Bits):][:codeBytes(n, p.Bits)]
-	c.Scales = p.Scales[scaleBytes(v0, p.Bits, block):][:scaleBytes(n, p.Bits, block)]
-	return c
-}
-
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
+	nc, ns := colsBytes(m, p.ncol(), p.Bits, block)
+	c.Codes, c.Scales = make([]byte, 0, nc), make([]byte, 0, ns)
+	for k := 0; k < p.ncol(); k++ {
+		col := p.Codes[k*cb : (k+1)*cb][codeBytes(v0, p.Bits):]
+		c.Codes = append(c.Codes, col[:codeBytes(m, p.Bits)]...)
+		sc := p.Scales[k*sb : (k+1)*sb][scaleBytes(v0, p.Bits, block):]
+		c.Scales = append(c.Scales, sc[:scaleBytes(m, p.Bits, block)]...)
 	}
-	return a
+	return c
 }
 
 // Join reassembles the complete set of a worker's shards (any order) into one Message, merging
@@ -162,7 +164,7 @@ func Join(parts []*Message) (*Message, error) {
 		for _, p := range s.pieces {
 			n := len(out.pieces)
 			if n > 0 && mergeable(out.pieces[n-1], p, out.block) {
-				out.pieces[n-1] = merge(out.pieces[n-1], p)
+				out.pieces[n-1] = merge(out.pieces[n-1], p, out.block)
 			} else {
 				out.pieces = append(out.pieces, p)
 			}
@@ -173,16 +175,23 @@ func Join(parts []*Message) (*Message, error) {
 
 // mergeable reports whether b continues a with the same encoding and block alignment.
 func mergeable(a, b piece, block int) bool {
-	width := max(a.Rank, 1)
 	return a.Name == b.Name && sameShape(a.Shape, b.Shape) && a.Rank == b.Rank && a.Bits == b.Bits &&
-		a.Hi == b.Lo && ((a.Hi-a.Lo)*width)%block == 0 &&
+		a.Hi == b.Lo && (a.Hi-a.Lo)%block == 0 &&
 		bytes.Equal(a.QCodes, b.QCodes) && bytes.Equal(a.QScales, b.QScales)
 }
 
-func merge(a, b piece) piece {
+// merge joins two mergeable pieces column by column.
+func merge(a, b piece, block int) piece {
+	na, nb := a.Hi-a.Lo, b.Hi-b.Lo
+	ca, sa := codeBytes(na, a.Bits), scaleBytes(na, a.Bits, block)
+	cb, sb := codeBytes(nb, b.Bits), scaleBytes(nb, b.Bits, block)
 	c := a
 	c.Hi = b.Hi
-	c.Codes = append(slices.Clip(a.Codes), b.Codes...)
-	c.Scales = append(slices.Clip(a.Scales), b.Scales...)
+	nc, ns := colsBytes(na+nb, a.ncol(), a.Bits, block)
+	c.Codes, c.Scales = make([]byte, 0, nc), make([]byte, 0, ns)
+	for k := 0; k < a.ncol(); k++ {
+		c.Codes = append(append(c.Codes, a.Codes[k*ca:(k+1)*ca]...), b.Codes[k*cb:(k+1)*cb]...)
+		c.Scales = append(append(c.Scales, a.Scales[k*sa:(k+1)*sa]...), b.Scales[k*sb:(k+1)*sb]...)
+	}
 	return c
 }

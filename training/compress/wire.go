@@ -181,7 +181,7 @@ func (p *piece) checkDense(n, block int) error {
 	if len(p.QCodes) != 0 || len(p.QScales) != 0 {
 		return fmt.Errorf("%w: dense tensor with Q factor", ErrMalformed)
 	}
-	return checkCodes(p.Codes, p.Scales, p.Hi-p.Lo, p.Bits, block)
+	return checkCodes(p.Codes, p.Scales, p.Hi-p.Lo, 1, p.Bits, block)
 }
 
 func (p *piece) checkLowRank(block, maxRank int) error {
@@ -195,20 +195,22 @@ func (p *piece) checkLowRank(block, maxRank int) error {
 	if p.Lo < 0 || p.Hi <= p.Lo || p.Hi > rows {
 		return fmt.Errorf("%w: row range [%d, %d) of %d", ErrMalformed, p.Lo, p.Hi, rows)
 	}
-	if err := checkCodes(p.Codes, p.Scales, (p.Hi-p.Lo)*p.Rank, p.Bits, block); err != nil {
+	if err := checkCodes(p.Codes, p.Scales, p.Hi-p.Lo, p.Rank, p.Bits, block); err != nil {
 		return fmt.Errorf("P: %w", err)
 	}
-	if err := checkCodes(p.QCodes, p.QScales, cols*p.Rank, p.Bits, block); err != nil {
+	if err := checkCodes(p.QCodes, p.QScales, cols, p.Rank, p.Bits, block); err != nil {
 		return fmt.Errorf("Q: %w", err)
 	}
 	return nil
 }
 
-func checkCodes(codes, scales []byte, n, bits, block int) error {
-	if len(codes) != codeBytes(n, bits) || len(scales) != scaleBytes(n, bits, block) {
-		return fmt.Errorf("%w: %d code bytes and %d scale bytes for %d values", ErrMalformed, len(codes), len(scales), n)
+// checkCodes checks the lengths of ncol columns of n values each, and their padding.
+func checkCodes(codes, scales []byte, n, ncol, bits, block int) error {
+	nc, ns := colsBytes(n, ncol, bits, block)
+	if len(codes) != nc || len(scales) != ns {
+		return fmt.Errorf("%w: %d code bytes and %d scale bytes for %d×%d values", ErrMalformed, len(codes), len(scales), ncol, n)
 	}
-	if !codesCanonical(codes, n, bits) {
+	if !colsCanonical(codes, n, ncol, bits) {
 		return fmt.Errorf("%w: non-zero padding nibble", ErrNonCanonical)
 	}
 	return nil
