@@ -13,7 +13,9 @@
 //     the previous round's Q (n×r), each power iteration computes P = M·Q, orthonormalises P
 //     with a Householder QR (gonum lapack64 Geqrf/Orgqr), and Q = Mᵀ·P. In the last iteration P
 //     is quantised first and Q is computed from the quantised P̂, so Q compensates for P's
-//     quantisation error. Q is then quantised and the receiver reconstructs P̂·Q̂ᵀ.
+//     quantisation error. Q is then quantised and the receiver reconstructs P̂·Q̂ᵀ. A column of
+//     P that adds nothing to the span (the input has lower rank than r) is sent as zero, and
+//     the warm start gets a fresh random column there.
 //   - all other tensors are quantised directly, to int8 by default (Config.DenseBits).
 //
 // The new residual is x minus exactly what the receiver will reconstruct, computed with the same
@@ -49,9 +51,9 @@
 // # Shards
 //
 // [Message.Shards] packs pieces greedily, in tensor order, into shards of at most
-// Config.MaxShardBytes encoded bytes. A tensor too big for one shard is split at block-aligned
-// boundaries (low-rank: by row ranges, each slice carrying the whole Q; dense: by element
-// ranges). Every shard is a decodable Message on its own, so a receiver can run [CheckShard]
+// Config.MaxShardBytes encoded bytes. A tensor too big for one shard is split at multiples of
+// the block size (low-rank: by row ranges, each slice carrying the whole Q; dense: by element
+// ranges). A low-rank tensor whose Q alone exceeds the cap cannot be sharded (ErrTooLarge). Every shard is a decodable Message on its own, so a receiver can run [CheckShard]
 // on it alone; [Join] reassembles a worker's shards into the original Message.
 //
 // # Determinism
