@@ -52,7 +52,7 @@ type Event struct {
 // Within a round: jails that end are released, then evidence is penalised in ID order,
 // then contributions are rewarded in peer order (a peer jailed by this record's evidence
 // earns nothing for it).
-func (s *State) Apply(rec *Record, chk *Checker) (*State, []Event, error) {
+func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error) {
 	r := *rec
 	r.Contributions = slices.Clone(rec.Contributions)
 	r.Evidence = slices.Clone(rec.Evidence)
@@ -70,9 +70,10 @@ func (s *State) Apply(rec *Record, chk *Checker) (*State, []Event, error) {
 // Build closes round s.Round: it checks each evidence item, keeps those that prove an
 // offence inside the window, and returns the canonical record (with PrevRoot and NewRoot
 // filled), the new state, the events and the evidence left out with the reason.
-func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []byte, chk *Checker) (*Record, *State, []Event, []Rejected, error) {
+func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []byte, chk EvidenceChecker) (*Record, *State, []Event, []Rejected, error) {
 	rec := &Record{Version: RecordVersion, Round: s.Round, PrevRoot: slices.Clone(s.Head), ModelRoot: slices.Clone(modelRoot)}
 	rec.Contributions = slices.Clone(contribs)
+	chk = NewCheckCache(chk, len(evidence)+1) // each item is checked here and again in step
 	var rejected []Rejected
 	for _, e := range evidence {
 		if _, err := s.checkEvidence(&e, chk, s.Round); err != nil {
@@ -97,7 +98,7 @@ type Rejected struct {
 }
 
 // checkEvidence checks e and its window for the record of round r.
-func (s *State) checkEvidence(e *Evidence, chk *Checker, r uint64) (Offence, error) {
+func (s *State) checkEvidence(e *Evidence, chk EvidenceChecker, r uint64) (Offence, error) {
 	off, err := chk.Check(e)
 	if err != nil {
 		return Offence{}, err
@@ -109,7 +110,7 @@ func (s *State) checkEvidence(e *Evidence, chk *Checker, r uint64) (Offence, err
 }
 
 // step applies a canonical record without checking its NewRoot; next.Head is the new root.
-func (s *State) step(r *Record, chk *Checker) (*State, []Event, error) {
+func (s *State) step(r *Record, chk EvidenceChecker) (*State, []Event, error) {
 	if r.Round != s.Round {
 		return nil, nil, fmt.Errorf("%w: record of round %d, ledger expects %d", ErrRoundOrder, r.Round, s.Round)
 	}
@@ -158,7 +159,7 @@ func (s *State) release(r uint64) []Event {
 }
 
 // penalise applies the record's evidence in ID order.
-func (s *State) penalise(r *Record, chk *Checker) ([]Event, error) {
+func (s *State) penalise(r *Record, chk EvidenceChecker) ([]Event, error) {
 	var events []Event
 	for i := range r.Evidence {
 		e := &r.Evidence[i]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/lowband/lowband/verify"
 )
@@ -143,4 +144,56 @@ func (c *Checker) checkContent(b *verify.Bundle, h *verify.ShardHeader, payload 
 // IsBadEvidence reports whether err means the evidence proves nothing.
 func IsBadEvidence(err error) bool {
 	return errors.Is(err, ErrBadEvidence) || errors.Is(err, ErrMalformed)
+}
+
+// EvidenceChecker checks evidence. *Checker is one; CheckCache wraps one with a memo.
+// Implementations must be deterministic and safe for concurrent use.
+type EvidenceChecker interface {
+	Check(e *Evidence) (Offence, error)
+}
+
+var (
+	_ EvidenceChecker = (*Checker)(nil)
+	_ EvidenceChecker = (*CheckCache)(nil)
+)
+
+// CheckCache remembers the verdicts of an EvidenceChecker by evidence ID, so that evidence
+// checked when it arrived is not checked again when a record including it is built or
+// applied. Verdicts are deterministic, so a cached verdict is the verdict. It holds at
+// most Max entries and forgets all of them when full. Safe for concurrent use.
+type CheckCache struct {
+	Inner EvidenceChecker
+	Max   int
+
+	mu sync.Mutex
+	m  map[ID]verdict
+}
+
+type verdict struct {
+	off Offence
+	err error
+}
+
+// NewCheckCache wraps c with a cache of at most max verdicts.
+func NewCheckCache(c EvidenceChecker, max int) *CheckCache {
+	return &CheckCache{Inner: c, Max: max}
+}
+
+// Check returns the cached verdict for e, or checks it and remembers the verdict.
+func (c *CheckCache) Check(e *Evidence) (Offence, error) {
+	id := e.ID()
+	c.mu.Lock()
+	v, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return v.off, v.err
+	}
+	off, err := c.Inner.Check(e)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= c.Max {
+		c.m = make(map[ID]verdict)
+	}
+	c.m[id] = verdict{off, err}
+	return off, err
 }

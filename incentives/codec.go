@@ -38,22 +38,28 @@ var (
 		}
 		return m
 	}()
-	decMode = func() cbor.DecMode {
-		m, err := cbor.DecOptions{
-			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-			IndefLength:       cbor.IndefLengthForbidden,
-			TagsMd:            cbor.TagsForbidden,
-			MaxNestedLevels:   12,
-			MaxArrayElements:  1 << 20,
-			MaxMapPairs:       64,
-			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		}.DecMode()
-		if err != nil {
-			panic(err) // static options; cannot fail
-		}
-		return m
-	}()
+	// decMode decodes peer input (records, evidence): no list is longer than the largest
+	// list a valid record holds, so a forged length cannot make the decoder allocate much.
+	decMode = newDecMode(MaxContributions)
+	// stateDecMode decodes the node's own stored state, whose account list may be long.
+	stateDecMode = newDecMode(1 << 22)
 )
+
+func newDecMode(maxArray int) cbor.DecMode {
+	m, err := cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		TagsMd:            cbor.TagsForbidden,
+		MaxNestedLevels:   12,
+		MaxArrayElements:  maxArray,
+		MaxMapPairs:       64,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+	}.DecMode()
+	if err != nil {
+		panic(err) // static options; cannot fail
+	}
+	return m
+}
 
 // marshal encodes v canonically. The package's types hold only plain values (strings,
 // integers, byte slices, slices of structs), for which encoding cannot fail.
@@ -68,11 +74,11 @@ func marshal(v any) []byte {
 // decodeCanonical decodes data into v, refusing input over limit (before decoding) and
 // input that is not the canonical encoding of what it decodes to, so that one value has
 // exactly one encoding and one hash.
-func decodeCanonical(what string, data []byte, limit int, v any) error {
+func decodeCanonical(dm cbor.DecMode, what string, data []byte, limit int, v any) error {
 	if len(data) > limit {
 		return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrMalformed, what, len(data), limit)
 	}
-	if err := decMode.Unmarshal(data, v); err != nil {
+	if err := dm.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%w: decoding %s: %v", ErrMalformed, what, err)
 	}
 	again, err := encMode.Marshal(v)

@@ -115,7 +115,7 @@ func (e *Evidence) ID() ID {
 // It does not check signatures or attestation: see Checker.Check.
 func DecodeEvidence(data []byte) (*Evidence, error) {
 	var e Evidence
-	if err := decodeCanonical("evidence", data, MaxEvidenceSize, &e); err != nil {
+	if err := decodeCanonical(decMode, "evidence", data, MaxEvidenceSize, &e); err != nil {
 		return nil, err
 	}
 	if err := e.checkShape(); err != nil {

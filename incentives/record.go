@@ -104,7 +104,7 @@ func (r *Record) Canonicalize() {
 // decoded for shape only: Apply checks it.
 func DecodeRecord(data []byte) (*Record, error) {
 	var r Record
-	if err := decodeCanonical("record", data, MaxRecordSize, &r); err != nil {
+	if err := decodeCanonical(decMode, "record", data, MaxRecordSize, &r); err != nil {
 		return nil, err
 	}
 	if err := r.checkShape(); err != nil {

@@ -73,7 +73,7 @@ func (s *State) Root() [32]byte {
 // DecodeState decodes a stored state, refusing anything but a canonical, well-formed one.
 func DecodeState(data []byte) (*State, error) {
 	var s State
-	if err := decodeCanonical("ledger state", data, MaxStateSize, &s); err != nil {
+	if err := decodeCanonical(stateDecMode, "ledger state", data, MaxStateSize, &s); err != nil {
 		return nil, err
 	}
 	if s.Version != StateVersion {

@@ -1,0 +1,126 @@
+package incentives_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/verify"
+)
+
+func seedEvidence() [][]byte {
+	fx := incentivestest.New("testnet", "run-1")
+	return [][]byte{
+		fx.Equivocation("B", 3, 1, "x").Marshal(),
+		fx.InvalidAttestation("C", 2, verify.ClassDebugEnabled).Marshal(),
+		fx.InvalidContent("D", 1, 0).Marshal(),
+	}
+}
+
+func seedRecord(t testing.TB) []byte {
+	fx := incentivestest.New("testnet", "run-1")
+	st := genesis(t)
+	es := []incentives.Evidence{*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1)}
+	rec, _, _, _, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 2), fx.Contribution("Z", 0, 1)}, es, []byte("model"), fx.Checker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec.Marshal()
+}
+
+// FuzzDecodeEvidence: the decoder never panics, and what it accepts re-encodes to the
+// same bytes (one encoding, one ID).
+func FuzzDecodeEvidence(f *testing.F) {
+	for _, s := range seedEvidence() {
+		f.Add(s)
+	}
+	f.Add([]byte{0xa0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := incentives.DecodeEvidence(data)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(e.Marshal(), data) {
+			t.Fatalf("accepted a non-canonical encoding")
+		}
+		// Checking must not panic either, whatever it decides.
+		_, _ = incentivestest.New("testnet", "run-1").Checker().Check(e)
+	})
+}
+
+// FuzzDecodeRecord: the decoder never panics, and what it accepts re-encodes to the same
+// bytes and is already canonical.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(seedRecord(f))
+	f.Add([]byte{0xa0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := incentives.DecodeRecord(data)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(r.Marshal(), data) {
+			t.Fatalf("accepted a non-canonical encoding")
+		}
+		c := *r
+		c.Canonicalize()
+		if !bytes.Equal(c.Marshal(), data) {
+			t.Fatalf("accepted a record that is not in canonical order")
+		}
+	})
+}
+
+// TestDecodeRoundTrip: what the package encodes, it decodes to an equal value; limits hold.
+func TestDecodeRoundTrip(t *testing.T) {
+	for _, s := range seedEvidence() {
+		e, err := incentives.DecodeEvidence(s)
+		if err != nil || !bytes.Equal(e.Marshal(), s) {
+			t.Fatalf("evidence round trip: %v", err)
+		}
+	}
+	rec := seedRecord(t)
+	if r, err := incentives.DecodeRecord(rec); err != nil || !bytes.Equal(r.Marshal(), rec) {
+		t.Fatalf("record round trip: %v", err)
+	}
+	st := genesis(t)
+	if s, err := incentives.DecodeState(st.Marshal()); err != nil || !s.Equal(st) {
+		t.Fatalf("state round trip: %v", err)
+	}
+	big := make([]byte, incentives.MaxEvidenceSize+1)
+	if _, err := incentives.DecodeEvidence(big); err == nil {
+		t.Fatal("oversized evidence decoded")
+	}
+	// A record whose evidence is out of ID order is refused.
+	fx := incentivestest.New("testnet", "run-1")
+	r, _ := incentives.DecodeRecord(rec)
+	r.Evidence = append(r.Evidence, *fx.Equivocation("Q", 0, 0, "x"), *fx.Equivocation("R", 0, 0, "x"))
+	r.Evidence[0], r.Evidence[len(r.Evidence)-1] = r.Evidence[len(r.Evidence)-1], r.Evidence[0]
+	if _, err := incentives.DecodeRecord(r.Marshal()); err == nil {
+		t.Fatal("a record with unsorted evidence decoded")
+	}
+}
+
+// BenchmarkApply applies one round of 64 contributions and 4 evidence items.
+func BenchmarkApply(b *testing.B) {
+	fx := incentivestest.New("testnet", "run-1")
+	chk := fx.Checker()
+	st := genesis(b)
+	var cs []incentives.Contribution
+	for i := range 64 {
+		cs = append(cs, fx.Contribution(string(rune('a'+i%26))+string(rune('a'+i/26)), 0, 4))
+	}
+	es := []incentives.Evidence{
+		*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1),
+		*fx.InvalidAttestation("C", 0, verify.ClassDebugEnabled), *fx.Equivocation("E", 0, 3, "y"),
+	}
+	rec, _, _, _, err := st.Build(cs, es, []byte("model"), chk)
+	if err != nil || len(rec.Evidence) != 4 {
+		b.Fatalf("building the round: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := st.Apply(rec, chk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
