@@ -129,9 +129,13 @@ func (m *Machine) store(c Contribution) {
 }
 
 // Receive records a peer's contribution. The caller has verified its signature and
-// attestation; Receive checks the round window, duplicates, the weight and the content
-// (names, shapes, finite values, norm bound). Errors wrap ErrClosed, ErrFuture,
-// ErrDuplicate or ErrInvalid; nothing is recorded on error.
+// attestation and run the content checks on its shards (compress.CheckShard); Receive checks
+// the round window, duplicates, the weight and that the message is whole, and does not
+// repeat the content checks (they cost a full decode). A contribution that nevertheless
+// fails to decode into the model's tensors, or exceeds Config.MaxNorm, is left out at Close
+// and listed in Closed.Rejected: deterministically, since every node decodes the same
+// bytes. Errors wrap ErrClosed, ErrFuture, ErrDuplicate or ErrInvalid; nothing is recorded
+// on error.
 func (m *Machine) Receive(c Contribution) error {
 	switch {
 	case c.Round < m.nextClose:
@@ -148,9 +152,6 @@ func (m *Machine) Receive(c Contribution) error {
 	}
 	if _, n := c.Msg.Part(); n != 1 {
 		return fmt.Errorf("%w: message is one of %d shards, not a whole contribution", ErrInvalid, n)
-	}
-	if err := c.Msg.Check(m.shapes, m.cfg.MaxNorm); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	m.store(c)
 	return nil
@@ -235,6 +236,15 @@ func (m *Machine) flatten(msg *compress.Message) ([]float64, error) {
 		}
 		seen[t.Name] = true
 		copy(vec[off:off+len(t.Data)], t.Data)
+	}
+	if !math.IsInf(m.cfg.MaxNorm, 1) {
+		ss := 0.0
+		for _, v := range vec {
+			ss += float64(v * v)
+		}
+		if !(math.Sqrt(ss) <= m.cfg.MaxNorm) {
+			return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), m.cfg.MaxNorm)
+		}
 	}
 	return vec, nil
 }
