@@ -220,3 +220,34 @@ func TestEncodeRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An input of lower rank than r: the surplus columns of P are sent as zero (not as arbitrary
+// basis vectors that would waste int4 range), and the warm start gets fresh random columns.
+func TestRankDeficientInput(t *testing.T) {
+	rng := newRand(17)
+	x := rankK(rng, "w", 64, 40, 2)
+	zero := Tensor{Name: "z", Shape: []int{32, 32}, Data: make([]float64, 32*32)}
+	e := mustEncoder(t, Config{RankMin: 6, RankMax: 6, MinLowRank: 64})
+	got := mustDecode(t, mustEncode(t, e, []Tensor{x, zero}))
+	if r := relErr(got[0].Data, x.Data); r > 0.2 {
+		t.Fatalf("rank-2 input at rank 6: relative error %g", r)
+	}
+	for _, v := range got[1].Data {
+		if v != 0 {
+			t.Fatal("zero tensor decoded to non-zero")
+		}
+	}
+	lr := e.state["w"].lr
+	if len(lr.dead) != 4 {
+		t.Fatalf("%d dead columns, want 4", len(lr.dead))
+	}
+	for _, k := range lr.dead {
+		var s float64
+		for j := 0; j < lr.cols; j++ {
+			s += math.Abs(lr.q[j*lr.rank+k])
+		}
+		if s == 0 {
+			t.Fatalf("warm-start column %d left at zero", k)
+		}
+	}
+}
