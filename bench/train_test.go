@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+func TestRunTrainTiny(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 3, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank = 64
+	res, err := RunTrain(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Modes) != len(TrainModes) {
+		t.Fatalf("%d modes", len(res.Modes))
+	}
+	for _, m := range res.Modes {
+		if !(m.EvalLoss > 0) || !m.Agree || !(m.BytesPerRound > 0) {
+			t.Errorf("%s: %+v", m.Name, m)
+		}
+		if (m.Name == ModeCompress || m.Name == ModeCompressDelay) && !(m.CompressionRatio > 1) {
+			t.Errorf("%s: compression ratio %v", m.Name, m.CompressionRatio)
+		}
+	}
+	if _, err := RunTrain(context.Background(), TrainOptions{Task: "imagenet"}, nil); err == nil {
+		t.Error("unknown task accepted")
+	}
+}
