@@ -182,10 +182,11 @@ func (s *Subscription) Next(ctx context.Context) (*Message, error) {
 		}
 		return nil, err
 	}
-	if !m.Local {
+	local := m.ReceivedFrom == s.h.h.ID()
+	if !local {
 		s.h.met.received(s.kind)
 	}
-	return &Message{From: m.GetFrom(), ReceivedFrom: m.ReceivedFrom, Data: m.GetData(), Local: m.Local}, nil
+	return &Message{From: m.GetFrom(), ReceivedFrom: m.ReceivedFrom, Data: m.GetData(), Local: local}, nil
 }
 
 // Cancel stops the subscription; Next then returns ErrClosed.

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/p2p/p2ptest"
@@ -85,6 +86,11 @@ func TestPublishCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Cancel()
+	own, err := a.Subscribe(p2p.KindShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Cancel()
 	if err := p2ptest.Poll(ctx, "topic peer", 10*time.Millisecond, func() bool {
 		return len(a.TopicPeers(p2p.KindShards)) == 1
 	}); err != nil {
@@ -100,6 +106,9 @@ func TestPublishCap(t *testing.T) {
 	}
 	if !bytes.Equal(m.Data, big) || m.From != a.ID() || m.Local {
 		t.Fatalf("got %d bytes from %s (local %v), want %d from %s", len(m.Data), m.From, m.Local, len(big), a.ID())
+	}
+	if m, err := own.Next(ctx); err != nil || !m.Local || !bytes.Equal(m.Data, big) {
+		t.Fatalf("publisher's own subscription: got %v, want its message marked local", err)
 	}
 }
 
@@ -255,4 +264,58 @@ func freePort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return port
+}
+
+func TestMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	s, err := p2ptest.Start(ctx, 1, func(i int, c *p2p.Config) {
+		if i == 0 {
+			c.Registerer = reg
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := s.Boot, s.Hosts[0]
+	sub, err := b.Subscribe(p2p.KindAttest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	if err := p2ptest.Poll(ctx, "topic peer", 10*time.Millisecond, func() bool {
+		return len(a.TopicPeers(p2p.KindAttest)) == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Publish(ctx, p2p.KindAttest, []byte("bundle")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var received float64
+	libp2p := false
+	for _, f := range families {
+		if f.GetName() == "lowband_p2p_messages_received_total" {
+			for _, m := range f.GetMetric() {
+				if m.GetLabel()[0].GetValue() == p2p.KindAttest {
+					received = m.GetCounter().GetValue()
+				}
+			}
+		}
+		libp2p = libp2p || strings.HasPrefix(f.GetName(), "libp2p_")
+	}
+	if received != 1 {
+		t.Errorf("received counter for %s = %v, want 1", p2p.KindAttest, received)
+	}
+	if !libp2p {
+		t.Error("no go-libp2p metric registered")
+	}
 }

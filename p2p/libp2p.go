@@ -32,7 +32,7 @@ func newLibp2p(cfg *Config) (host.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
-	rm, err := newResourceManager(cfg.ConnHigh)
+	rm, err := newResourceManager(cfg.ConnHigh, cfg.Registerer != nil)
 	if err != nil {
 		return nil, fmt.Errorf("resource manager: %w", err)
 	}
@@ -70,8 +70,9 @@ func newLibp2p(cfg *Config) (host.Host, error) {
 // newResourceManager scales go-libp2p's default limits to this machine's memory
 // and file descriptors, and makes sure the connection limits sit above the
 // connection manager's high watermark. Loopback connections are not limited per
-// IP, so a local swarm of many hosts in one process fits.
-func newResourceManager(connHigh int) (network.ResourceManager, error) {
+// IP, so a local swarm of many hosts in one process fits. With metrics on, it
+// reports its usage to go-libp2p's resource manager metrics.
+func newResourceManager(connHigh int, withMetrics bool) (network.ResourceManager, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	concrete := limits.AutoScale()
@@ -88,7 +89,15 @@ func newResourceManager(connHigh int) (network.ResourceManager, error) {
 	raise(&scaled.Transient.Conns)
 	raise(&scaled.Transient.ConnsInbound)
 	raise(&scaled.Transient.ConnsOutbound)
-	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(scaled.Build(concrete)))
+	opt := rcmgr.WithMetricsDisabled()
+	if withMetrics {
+		str, err := rcmgr.NewStatsTraceReporter()
+		if err != nil {
+			return nil, err
+		}
+		opt = rcmgr.WithTraceReporter(str)
+	}
+	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(scaled.Build(concrete)), opt)
 }
 
 func parseAddrs(ss []string) ([]ma.Multiaddr, error) {
