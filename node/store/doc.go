@@ -1,0 +1,20 @@
+// Package store persists the stake ledger, its commit records and the evidence they
+// include in an embedded transactional store (go.etcd.io/bbolt).
+//
+// Each committed round is one bbolt transaction: the record, its evidence, the events it
+// caused and the new ledger state are written together or not at all, and the transaction
+// is synced before Commit returns. A process killed at any moment (kill -9) reopens with
+// the ledger of the last round whose Commit returned, or a later one, never a round half
+// applied.
+//
+// Layout (one bucket each):
+//
+//	meta      "state" -> the ledger state (incentives.State, canonical CBOR)
+//	          "genesis" -> the genesis root (32 bytes), "version" -> layout version
+//	records   round (8 bytes, big-endian) -> the commit record
+//	evidence  evidence ID (32 bytes) -> the evidence
+//	history   peer, 0x00, round (8 bytes), sequence (4 bytes) -> an incentives.Event
+//
+// A Store is safe for concurrent use. Open takes the file's lock: a second process opening
+// the same file waits up to the timeout and then fails with ErrLocked.
+package store

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+)
+
+// ParamsFromSpec turns the network spec's incentives section into the ledger's parameters
+// and genesis. The unstaked weight (a fraction) becomes parts per million, rounded to
+// nearest. Genesis stakes are listed in peer order.
+func ParamsFromSpec(s configs.IncentivesSpec) (incentives.Params, incentives.Genesis, error) {
+	if math.IsNaN(s.UnstakedWeight) || s.UnstakedWeight < 0 || s.UnstakedWeight > 1 {
+		return incentives.Params{}, incentives.Genesis{}, &configs.KeyError{Key: "incentives.unstaked_weight", Err: fmt.Errorf("%v is not in [0, 1]", s.UnstakedWeight)}
+	}
+	p := incentives.Params{
+		MinStake:          s.MinStake,
+		Reward:            s.Reward,
+		JailRounds:        s.JailRounds,
+		UnstakedWeightPPM: uint64(math.Round(s.UnstakedWeight * incentives.PPM)),
+		EvidenceWindow:    s.EvidenceWindow,
+	}
+	p.Penalties[incentives.KindEquivocation] = s.Penalties.Equivocation
+	p.Penalties[incentives.KindInvalidAttestation] = s.Penalties.InvalidAttestation
+	p.Penalties[incentives.KindInvalidContent] = s.Penalties.InvalidContent
+	var g incentives.Genesis
+	for peer, amt := range s.Stakes {
+		g.Stakes = append(g.Stakes, incentives.Stake{Peer: peer, Amount: amt})
+	}
+	slices.SortFunc(g.Stakes, func(a, b incentives.Stake) int {
+		if a.Peer < b.Peer {
+			return -1
+		}
+		if a.Peer > b.Peer {
+			return 1
+		}
+		return 0
+	})
+	if err := p.Validate(); err != nil {
+		return p, g, err
+	}
+	if err := g.Validate(); err != nil {
+		return p, g, err
+	}
+	return p, g, nil
+}
+
+// GenesisFromSpec is the genesis ledger of a network spec.
+func GenesisFromSpec(s configs.IncentivesSpec) (*incentives.State, error) {
+	p, g, err := ParamsFromSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	return incentives.NewState(p, g)
+}
