@@ -144,4 +144,3 @@ func runAndKill(t *testing.T, path string, d time.Duration) int64 {
 	}
 	return last
 }
-

@@ -19,7 +19,7 @@ func testGenesis(t testing.TB) *incentives.State {
 	t.Helper()
 	st, err := GenesisFromSpec(configs.IncentivesSpec{
 		Stakes: map[string]uint64{"A": 1000, "B": 800}, MinStake: 100, Reward: 10,
-		Penalties: configs.PenaltySpec{Equivocation: 50, InvalidAttestation: 70, InvalidContent: 30},
+		Penalties:  configs.PenaltySpec{Equivocation: 50, InvalidAttestation: 70, InvalidContent: 30},
 		JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
 	})
 	if err != nil {
