@@ -47,7 +47,7 @@ cleanup() {
       sleep 0.1
     done
     kill -KILL "${pids[@]}" 2>/dev/null || true
-    wait 2>/dev/null || true
+    wait "${pids[@]}" 2>/dev/null || true
     echo "testnet: stopped ${#pids[@]} processes; homes and logs are in $dir"
   fi
   exit "$code"
@@ -61,7 +61,7 @@ lb() { "$bin" "$@"; }
 # start NAME ROLE: start a node whose home is $dir/NAME, logging to $dir/NAME/node.log.
 start() {
   local home=$dir/$1
-  lb run --home "$home" --role "$2" >"$home/node.log" 2>&1 &
+  "$bin" run --home "$home" --role "$2" >"$home/node.log" 2>&1 &
   pids+=($!)
   for _ in $(seq $((timeout * 10))); do
     [[ -s $home/api.addr ]] && return 0
@@ -79,9 +79,8 @@ echo "testnet: bootstrap node and $n nodes under $dir"
 lb init --home "$dir/boot" --profile local --force >/dev/null
 start boot bootstrap
 boot_id=$(peer_id "$dir/boot")
-boot_addr=$(lb status --home "$dir/boot" --json | sed -n 's#.*"\(/ip4/127.0.0.1/tcp/[0-9]*\)".*#\1#p' | head -n1)
-[[ -n $boot_addr ]] || { echo "testnet: bootstrap has no TCP address" >&2; exit 1; }
-boot_maddr=$boot_addr/p2p/$boot_id
+boot_maddr=$(lb status --home "$dir/boot" --json | grep -o "/ip4/127.0.0.1/tcp/[0-9]*/p2p/$boot_id" | head -n1)
+[[ -n $boot_maddr ]] || { echo "testnet: the bootstrap node has no loopback TCP address" >&2; exit 1; }
 
 ids=()
 for i in $(seq "$n"); do
@@ -121,4 +120,9 @@ done
 echo "testnet: bootstrap at $boot_maddr"
 [[ $once == 1 ]] && exit 0
 echo "testnet: running; Ctrl-C stops every node"
-while :; do sleep 3600 & wait $! ; done
+while :; do
+  sleep 10 & wait $!
+  up=0
+  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && up=$((up + 1)); done
+  [[ $up == "${#pids[@]}" ]] || { echo "testnet: only $up of ${#pids[@]} processes are still running; stopping" >&2; exit 1; }
+done

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node"
+)
+
+// processesUnder lists the PIDs whose command line mentions dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc to look for leftover processes")
+	}
+	var pids []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(dir)) && bytes.Contains(cmdline, []byte("run")) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+func TestTestnetScript(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "../../scripts/testnet.sh", "-n", "5", "-b", lowbandBin, "-d", dir, "-t", "90", "--once")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("testnet.sh: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("all 5 nodes see each other")) {
+		t.Errorf("no summary line:\n%s", out)
+	}
+	if left := processesUnder(t, dir); len(left) > 0 {
+		t.Errorf("teardown left processes behind: %v", left)
+	}
+	for _, name := range []string{"boot", "node1", "node5"} {
+		logs, _ := os.ReadFile(filepath.Join(dir, name, "node.log"))
+		if !bytes.Contains(logs, []byte("node stopped")) {
+			t.Errorf("%s did not shut down cleanly:\n%s", name, logs)
+		}
+	}
+}
+
+func TestTestnetScriptCtrlC(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "../../scripts/testnet.sh", "-n", "2", "-b", lowbandBin, "-d", dir, "-t", "90")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	running := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "Ctrl-C stops every node") {
+			running = true
+			break
+		}
+	}
+	if !running {
+		cmd.Process.Kill()
+		t.Fatal("the swarm never came up")
+	}
+	if n := len(processesUnder(t, dir)); n != 3 {
+		t.Errorf("want 3 node processes while running, found %d", n)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("testnet.sh did not exit within 30s of Ctrl-C")
+	}
+	if left := processesUnder(t, dir); len(left) > 0 {
+		t.Errorf("Ctrl-C left processes behind: %v", left)
+	}
+}
+
+func peerIDOf(t *testing.T, home string) string {
+	t.Helper()
+	out, stderr, code := lb(t, "id", "--home", home, "--json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var id struct {
+		PeerID string `json:"peer_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &id); err != nil {
+		t.Fatal(err)
+	}
+	return id.PeerID
+}
+
+// sees reports whether the node in home is connected to every one of ids.
+func sees(t *testing.T, home string, ids ...string) bool {
+	var ps []node.Peer
+	if apiGet(context.Background(), configs.Home{Dir: home}, "/peers", &ps) != nil {
+		return false
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(ps, func(p node.Peer) bool { return p.ID == id }) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBootstrapDeath: once the swarm has formed, the bootstrap node may die; the nodes stay
+// connected, and a node restarted afterwards finds the others through its cached peers.
+func TestBootstrapDeath(t *testing.T) {
+	boot := initHome(t, "local")
+	bootCmd := startNode(t, boot, "--role", "bootstrap")
+	out, _, _ := lb(t, "status", "--home", boot, "--json")
+	var st struct{ Addresses []string }
+	json.Unmarshal([]byte(out), &st)
+	var bootAddr string
+	for _, a := range st.Addresses {
+		if strings.Contains(a, "/tcp/") {
+			bootAddr = a
+		}
+	}
+	homes := make([]string, 3)
+	ids := make([]string, 3)
+	cmds := make([]*exec.Cmd, 3)
+	for i := range homes {
+		homes[i] = initHome(t, "local")
+		if _, stderr, code := lb(t, "bootstrap", "add", "--home", homes[i], bootAddr); code != 0 {
+			t.Fatal(stderr)
+		}
+		ids[i] = peerIDOf(t, homes[i])
+		cmds[i] = startNode(t, homes[i])
+	}
+	waitFor(t, 60*time.Second, "the swarm to form", func() bool {
+		return sees(t, homes[0], ids[1], ids[2]) && sees(t, homes[1], ids[0], ids[2]) && sees(t, homes[2], ids[0], ids[1])
+	})
+
+	bootCmd.Process.Kill()
+	bootCmd.Wait()
+	// Still connected without the bootstrap node, checked several times over a few seconds.
+	for range 3 {
+		time.Sleep(time.Second)
+		if !sees(t, homes[1], ids[0], ids[2]) || !sees(t, homes[2], ids[0], ids[1]) {
+			t.Fatal("nodes lost each other after the bootstrap node died")
+		}
+	}
+
+	stopNode(t, cmds[0]) // saves the peers cache
+	if _, err := os.Stat(filepath.Join(homes[0], "peers.json")); err != nil {
+		t.Fatalf("no peers cache after a clean stop: %v", err)
+	}
+	startNode(t, homes[0])
+	waitFor(t, 60*time.Second, "the restarted node to reconnect through its cached peers", func() bool {
+		return sees(t, homes[0], ids[1], ids[2])
+	})
+	// Its listen port is new, so the others cannot have dialled it: the connection came from
+	// its cache (the bootstrap node is dead), and it says so.
+	waitFor(t, 10*time.Second, "the restarted node to log that it reached the network", func() bool {
+		logs, _ := os.ReadFile(filepath.Join(homes[0], "node.log"))
+		return bytes.Contains(logs, []byte("connected to the network"))
+	})
+}
