@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
 )
@@ -17,8 +16,8 @@ type lowRank struct {
 	q          []float64 // warm-start Q, cols × rank row-major
 	rng        *rand.Rand
 	// scratch, reused across rounds
-	p, tau, work []float64
-	dead         []int // columns of P zeroed in the last orthonormalisation
+	p, qt, tau, work []float64
+	dead             []int // columns of P zeroed in the last orthonormalisation
 }
 
 func newLowRank(rows, cols, rank int, seed uint64, name string) *lowRank {
@@ -43,6 +42,7 @@ func (lr *lowRank) resize(rank int) {
 	}
 	lr.rank = rank
 	lr.p = make([]float64, lr.rows*rank)
+	lr.qt = make([]float64, lr.cols*rank)
 	lr.tau = make([]float64, rank)
 	lr.work = nil
 }
@@ -50,18 +50,16 @@ func (lr *lowRank) resize(rank int) {
 // factor runs the power iterations on x (rows × cols) and returns the quantised piece,
 // covering all rows. x is not modified.
 func (lr *lowRank) factor(name string, x []float64, iters, bits, block int) (piece, error) {
-	m := general(lr.rows, lr.cols, x)
-	q := general(lr.cols, lr.rank, lr.q)
 	p := general(lr.rows, lr.rank, lr.p)
 	lr.lastRank = lr.rank
 	pc := piece{Name: name, Shape: []int{lr.rows, lr.cols}, Lo: 0, Hi: lr.rows, Rank: lr.rank, Bits: bits}
-	cm := make([]float64, max(lr.rows, lr.cols)*lr.rank) // a factor in column-major order
+	cm := make([]float64, lr.rows*lr.rank) // P in column-major order
 	for it := 0; it < iters; it++ {
-		blas64.Gemm(blas.NoTrans, blas.NoTrans, 1, m, q, 0, p)
+		mulMQ(p.Data, x, lr.q, lr.rows, lr.cols, lr.rank, lr.qt)
 		lr.orthonormalise(p)
 		if it == iters-1 {
 			// Quantise P first and fit Q to the quantised P̂, so Q absorbs P's error.
-			pcm := transpose(cm[:len(lr.p)], lr.p, lr.rows, lr.rank)
+			pcm := transpose(cm, lr.p, lr.rows, lr.rank)
 			nc, ns := colsBytes(lr.rows, lr.rank, bits, block)
 			pc.Codes, pc.Scales = make([]byte, nc), make([]byte, ns)
 			if err := quantiseCols(pc.Codes, pc.Scales, pcm, lr.rank, bits, block); err != nil {
@@ -70,9 +68,10 @@ func (lr *lowRank) factor(name string, x []float64, iters, bits, block int) (pie
 			dequantiseCols(pcm, pc.Codes, pc.Scales, lr.rank, bits, block)
 			transpose(lr.p, pcm, lr.rank, lr.rows)
 		}
-		blas64.Gemm(blas.Trans, blas.NoTrans, 1, m, p, 0, q)
+		mulMtP(lr.qt, x, lr.p, lr.rows, lr.cols, lr.rank)
+		transpose(lr.q, lr.qt, lr.rank, lr.cols)
 	}
-	qt := transpose(cm[:len(lr.q)], lr.q, lr.cols, lr.rank)
+	qt := lr.qt
 	lr.refresh()
 	nc, ns := colsBytes(lr.cols, lr.rank, bits, block)
 	pc.QCodes, pc.QScales = make([]byte, nc), make([]byte, ns)
@@ -125,6 +124,32 @@ func (lr *lowRank) refresh() {
 	for _, k := range lr.dead {
 		for j := 0; j < lr.cols; j++ {
 			lr.q[j*lr.rank+k] = lr.rng.NormFloat64()
+		}
+	}
+}
+
+// mulMQ computes p = M·Q (rows×rank, row-major) as dot products of M's rows with Qᵀ's rows
+// (Q is cols×rank row-major; qt is scratch for Qᵀ). Sender-side only: it need not be
+// reproducible across machines, only from run to run.
+func mulMQ(p, m, q []float64, rows, cols, rank int, qt []float64) {
+	transpose(qt, q, cols, rank)
+	for i := 0; i < rows; i++ {
+		mi := blas64.Vector{N: cols, Inc: 1, Data: m[i*cols : (i+1)*cols]}
+		for k := 0; k < rank; k++ {
+			p[i*rank+k] = blas64.Dot(mi, blas64.Vector{N: cols, Inc: 1, Data: qt[k*cols : (k+1)*cols]})
+		}
+	}
+}
+
+// mulMtP computes Qᵀ = (Mᵀ·P)ᵀ (rank×cols, row-major) by accumulating rows of M.
+func mulMtP(qt, m, p []float64, rows, cols, rank int) {
+	clear(qt)
+	for i := 0; i < rows; i++ {
+		mi := blas64.Vector{N: cols, Inc: 1, Data: m[i*cols : (i+1)*cols]}
+		for k := 0; k < rank; k++ {
+			if a := p[i*rank+k]; a != 0 {
+				blas64.Axpy(a, mi, blas64.Vector{N: cols, Inc: 1, Data: qt[k*cols : (k+1)*cols]})
+			}
 		}
 	}
 }

@@ -121,13 +121,23 @@ func (f *factors) row(dst []float64, i int) {
 // every machine gets the same bits.
 func reconstructRow(row, p, qt []float64) {
 	cols := len(row)
-	for j := range row {
-		row[j] = 0
+	clear(row)
+	k := 0
+	for ; k+4 <= len(p); k += 4 { // four terms per pass; the order of the additions is unchanged
+		a, b, c, d := p[k], p[k+1], p[k+2], p[k+3]
+		q0, q1 := qt[k*cols:(k+1)*cols], qt[(k+1)*cols:(k+2)*cols]
+		q2, q3 := qt[(k+2)*cols:(k+3)*cols], qt[(k+3)*cols:(k+4)*cols]
+		for j := range row {
+			s := row[j] + float64(a*q0[j])
+			s += float64(b * q1[j])
+			s += float64(c * q2[j])
+			row[j] = s + float64(d*q3[j])
+		}
 	}
-	for k, pk := range p {
-		q := qt[k*cols : (k+1)*cols]
-		for j, qv := range q {
-			row[j] += float64(pk * qv)
+	for ; k < len(p); k++ {
+		a, q := p[k], qt[k*cols:(k+1)*cols]
+		for j := range row {
+			row[j] += float64(a * q[j])
 		}
 	}
 }
