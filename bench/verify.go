@@ -1,0 +1,212 @@
+package bench
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"fmt"
+	"time"
+
+	sevdata "github.com/google/go-sev-guest/verify/testdata"
+	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
+
+	"github.com/lowband/lowband/verify"
+)
+
+// VerifyOptions configures RunVerify.
+type VerifyOptions struct {
+	// Duration is how long each rate is measured.
+	Duration time.Duration
+	// PayloadBytes is the shard payload size for the full shard check (signature plus
+	// payload content ID).
+	PayloadBytes int
+}
+
+// DefaultVerifyOptions measures each rate for one second, with 256 KiB shard payloads.
+func DefaultVerifyOptions() VerifyOptions {
+	return VerifyOptions{Duration: time.Second, PayloadBytes: 256 << 10}
+}
+
+// VerifyResult is what RunVerify measures, each on one goroutine (one core).
+type VerifyResult struct {
+	// SimBundlesPerS is full uncached Verify calls on a sim bundle (decode excluded).
+	SimBundlesPerS float64 `json:"sim_bundles_per_s"`
+	// SNPBundlesPerS and TDXBundlesPerS are uncached evidence verifications of the
+	// libraries' sample report and quote: the chain to the pinned root, the signature and
+	// the policy. The samples are not bound to a lowband identity, so the binding check (one
+	// SHA-512 and a comparison) is not part of these two figures.
+	SNPBundlesPerS float64 `json:"sev_snp_bundles_per_s"`
+	TDXBundlesPerS float64 `json:"tdx_bundles_per_s"`
+	// CachedLookupsPerS is Cache.VerifyCached hits: bundle hash plus look-up.
+	CachedLookupsPerS float64 `json:"cached_lookups_per_s"`
+	// ShardSigChecksPerS is shard header signature checks (ed25519 over the domain tag and
+	// canonical header) by the attested key.
+	ShardSigChecksPerS float64 `json:"shard_sig_checks_per_s"`
+	// ShardFullChecksPerS is CheckShardSignature with the payload's content ID recomputed.
+	ShardFullChecksPerS float64 `json:"shard_full_checks_per_s"`
+	PayloadBytes        int     `json:"payload_bytes"`
+	// Ed25519VerifiesPerS is bare ed25519.Verify calls on a message of a shard header's
+	// signed size: the ceiling of ShardSigChecksPerS on this machine.
+	Ed25519VerifiesPerS float64 `json:"ed25519_verifies_per_s"`
+}
+
+// Times inside the samples' certificate validity.
+var (
+	snpSampleTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	tdxSampleTime = time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC)
+)
+
+// RunVerify measures verification rates. It fails if any verification it times fails.
+func RunVerify(o VerifyOptions) (VerifyResult, error) {
+	res := VerifyResult{PayloadBytes: o.PayloadBytes}
+	if o.Duration <= 0 || o.PayloadBytes < 0 {
+		return res, fmt.Errorf("need a positive duration and a non-negative payload size")
+	}
+	steps := []struct {
+		name string
+		dst  *float64
+		run  func(VerifyOptions) (func() error, error)
+	}{
+		{"sim bundle", &res.SimBundlesPerS, simBundleOp},
+		{"sev-snp evidence", &res.SNPBundlesPerS, snpOp},
+		{"tdx evidence", &res.TDXBundlesPerS, tdxOp},
+		{"cached look-up", &res.CachedLookupsPerS, cachedOp},
+		{"shard signature", &res.ShardSigChecksPerS, shardSigOp},
+		{"full shard check", &res.ShardFullChecksPerS, shardFullOp},
+		{"bare ed25519", &res.Ed25519VerifiesPerS, ed25519Op},
+	}
+	for _, s := range steps {
+		op, err := s.run(o)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+		if *s.dst, err = rate(op, o.Duration); err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return res, nil
+}
+
+// rate runs op repeatedly for about d and returns operations per second.
+func rate(op func() error, d time.Duration) (float64, error) {
+	if err := op(); err != nil { // warm up, and fail fast
+		return 0, err
+	}
+	n := 0
+	start := time.Now()
+	for {
+		for range 16 {
+			if err := op(); err != nil {
+				return 0, err
+			}
+		}
+		n += 16
+		if el := time.Since(start); el >= d {
+			return float64(n) / el.Seconds(), nil
+		}
+	}
+}
+
+func benchKey(b byte) ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))
+}
+
+func simSetup() (*verify.Bundle, *verify.Policy, []byte, error) {
+	root := benchKey(1)
+	b, err := verify.NewSimBundle(root, make([]byte, verify.MeasurementSize), "bench-00000000", "run",
+		"12D3KooWbench", 5, benchKey(2).Public().(ed25519.PublicKey))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p := &verify.Policy{AllowSim: true, SimRoots: [][]byte{root.Public().(ed25519.PublicKey)}, MaxAgeEpochs: 1}
+	seed := verify.EpochSeed(b.Network, b.Run, b.Epoch)
+	return b, p, seed[:], nil
+}
+
+func simBundleOp(VerifyOptions) (func() error, error) {
+	b, p, seed, err := simSetup()
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, err := verify.Verify(b, p, seed, 5, snpSampleTime)
+		return err
+	}, nil
+}
+
+func snpOp(VerifyOptions) (func() error, error) {
+	p := verify.DefaultPolicy(verify.KindSEVSNP)
+	p.SNP.AllowDebug = true // the sample's guest policy allows debugging
+	certs := [][]byte{sevdata.VcekBytes}
+	return func() error {
+		_, err := verify.VerifyEvidence(verify.KindSEVSNP, sevdata.AttestationBytes, certs, p, snpSampleTime)
+		return err
+	}, nil
+}
+
+func tdxOp(VerifyOptions) (func() error, error) {
+	p := verify.DefaultPolicy(verify.KindTDX)
+	return func() error {
+		_, err := verify.VerifyEvidence(verify.KindTDX, tdxdata.RawQuote, nil, p, tdxSampleTime)
+		return err
+	}, nil
+}
+
+func cachedOp(VerifyOptions) (func() error, error) {
+	b, p, seed, err := simSetup()
+	if err != nil {
+		return nil, err
+	}
+	c := verify.NewCache(1024)
+	if _, _, err := c.VerifyCached(b, p, seed, 5, snpSampleTime); err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, hit, err := c.VerifyCached(b, p, seed, 5, snpSampleTime)
+		if err == nil && !hit {
+			err = fmt.Errorf("cache miss")
+		}
+		return err
+	}, nil
+}
+
+func benchShard(o VerifyOptions) (*verify.Shard, ed25519.PublicKey, error) {
+	key := benchKey(3)
+	payload := bytes.Repeat([]byte{0x42}, o.PayloadBytes)
+	h := verify.ShardHeader{Network: "bench-00000000", Run: "run", Round: 1, Peer: "12D3KooWbench",
+		Index: 0, Count: 1, BundleHash: make([]byte, 32)}
+	s, err := verify.SignShard(key, h, payload)
+	return s, key.Public().(ed25519.PublicKey), err
+}
+
+func shardSigOp(o VerifyOptions) (func() error, error) {
+	s, pub, err := benchShard(o)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return verify.CheckHeaderSignature(&s.Header, s.Sig, pub) }, nil
+}
+
+func shardFullOp(o VerifyOptions) (func() error, error) {
+	s, pub, err := benchShard(o)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return verify.CheckShardSignature(s, pub) }, nil
+}
+
+func ed25519Op(o VerifyOptions) (func() error, error) {
+	s, pub, err := benchShard(o)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := s.Header.SigningBytes()
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		if !ed25519.Verify(pub, msg, s.Sig) {
+			return fmt.Errorf("signature does not verify")
+		}
+		return nil
+	}, nil
+}
