@@ -45,6 +45,9 @@ func (m *Message) ShardsOf(maxBytes int) ([]Shard, error) {
 	if maxBytes < MinShardBytes || maxBytes > HardMaxShardBytes {
 		return nil, fmt.Errorf("%w: shard cap %d", ErrConfig, maxBytes)
 	}
+	if len(m.pieces) == 0 {
+		return nil, fmt.Errorf("%w: empty message", ErrShards)
+	}
 	budget := maxBytes - envelope
 	var groups [][]piece
 	var cur []piece
@@ -153,6 +156,9 @@ func (p piece) slice(lo, hi, block int) piece {
 func Join(parts []*Message) (*Message, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: no shards", ErrShards)
+	}
+	if slices.Contains(parts, nil) {
+		return nil, fmt.Errorf("%w: nil shard", ErrShards)
 	}
 	sorted := slices.Clone(parts)
 	slices.SortFunc(sorted, func(a, b *Message) int { return a.part - b.part })

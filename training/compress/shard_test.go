@@ -119,6 +119,7 @@ func TestJoinRejectsIncompleteSets(t *testing.T) {
 		"missing":   parts[1:],
 		"duplicate": append(append([]*Message(nil), parts[:len(parts)-1]...), parts[0]),
 		"foreign":   append(append([]*Message(nil), parts[:len(parts)-1]...), other),
+		"nil":       append(append([]*Message(nil), parts[:len(parts)-1]...), nil),
 	}
 	for name, ps := range cases {
 		if _, err := Join(ps); !errors.Is(err, ErrShards) {

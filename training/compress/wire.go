@@ -19,13 +19,13 @@ var (
 	ErrNonCanonical = errors.New("compressed message not in canonical encoding")
 )
 
-// Limits bound what DecodeShard accepts from a peer.
+// Limits bound what DecodeShard accepts from a peer. A zero field takes DefaultLimits' value.
 type Limits struct {
 	MaxBytes    int // encoded size
 	MaxTensors  int // pieces in one message
 	MaxElements int // sum over pieces of the full declared tensor sizes
-	// MaxRank bounds the rank of low-rank pieces (0 means MaxRank). A receiver's work to
-	// reconstruct a shard is at most MaxElements × MaxRank multiply-adds.
+	// MaxRank bounds the rank of low-rank pieces. A receiver's work to reconstruct a shard is
+	// at most MaxElements × MaxRank multiply-adds.
 	MaxRank int
 }
 
@@ -94,6 +94,7 @@ func (m *Message) marshal() ([]byte, error) {
 // bytes present, and canonical form, before any tensor is allocated. It does not look at
 // values: Message.Decode and CheckShard do.
 func DecodeShard(data []byte, lim Limits) (*Message, error) {
+	lim = lim.withDefaults()
 	if len(data) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(data), lim.MaxBytes)
 	}
@@ -118,6 +119,14 @@ func DecodeShard(data []byte, lim Limits) (*Message, error) {
 	return m, nil
 }
 
+func (l Limits) withDefaults() Limits {
+	fill(&l.MaxBytes, DefaultLimits.MaxBytes)
+	fill(&l.MaxTensors, DefaultLimits.MaxTensors)
+	fill(&l.MaxElements, DefaultLimits.MaxElements)
+	fill(&l.MaxRank, DefaultLimits.MaxRank)
+	return l
+}
+
 // validate checks the envelope and every piece's declared sizes.
 func (m *Message) validate(lim Limits) error {
 	if m.parts < 1 || m.part < 0 || m.part >= m.parts {
@@ -129,10 +138,7 @@ func (m *Message) validate(lim Limits) error {
 	if len(m.pieces) == 0 || len(m.pieces) > lim.MaxTensors {
 		return fmt.Errorf("%w: %d tensors (limit %d)", ErrTooLarge, len(m.pieces), lim.MaxTensors)
 	}
-	maxRank := lim.MaxRank
-	if maxRank <= 0 || maxRank > MaxRank {
-		maxRank = MaxRank
-	}
+	maxRank := min(lim.MaxRank, MaxRank)
 	total := 0
 	for i := range m.pieces {
 		n, err := m.pieces[i].validate(m.block, maxRank)

@@ -74,7 +74,7 @@ func TestDecodeShardRejects(t *testing.T) {
 		{"oversized", good, Limits{MaxBytes: len(good) - 1, MaxTensors: 10, MaxElements: 1000}, ErrTooLarge},
 		{"too many tensors", good, Limits{MaxBytes: 1 << 20, MaxTensors: 2, MaxElements: 1000}, ErrTooLarge},
 		{"too many elements", good, Limits{MaxBytes: 1 << 20, MaxTensors: 10, MaxElements: 200}, ErrTooLarge},
-		{"rank above limit", good, Limits{MaxBytes: 1 << 20, MaxTensors: 10, MaxElements: 1000, MaxRank: 1}, ErrMalformed},
+		{"rank above limit", good, Limits{MaxRank: 1}, ErrMalformed},
 		{"version 2", mutate(func(w *wireMessage) { w.Version = 2 }), DefaultLimits, ErrVersion},
 		{"part out of range", mutate(func(w *wireMessage) { w.Part = 1 }), DefaultLimits, ErrMalformed},
 		{"odd block", mutate(func(w *wireMessage) { w.Block = 63 }), DefaultLimits, ErrMalformed},
