@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/lowband/lowband/verify"
 )
@@ -20,17 +21,21 @@ var ProvableClasses = []verify.Class{
 	verify.ClassMeasurementNotAllowed, verify.ClassDebugEnabled, verify.ClassTCBTooLow,
 }
 
-// Checker re-checks evidence from the signed data alone. Its hooks are set by the node and
-// must be deterministic: every node of a network, and anyone replaying its records, must
-// get the same answer for the same evidence. Check is safe for concurrent use if the
-// hooks are.
+// Checker re-checks evidence from the signed data alone. Every field must be the same on
+// every node of a network: the verdict must not depend on who checks, or when. Check is
+// safe for concurrent use.
 type Checker struct {
-	// Network and Run: evidence about another network or run is refused.
+	// Network and Run: evidence about another network or run is refused. They are the
+	// names bundles and shards carry (the network ID and the run).
 	Network, Run string
-	// VerifyBundle verifies an attestation bundle against the network's policy, returning
-	// nil or a *verify.Error. It must not depend on the wall clock or on the caller's epoch:
-	// the node passes the bundle's own epoch as the current one and a fixed time.
-	VerifyBundle func(b *verify.Bundle) error
+	// Policy is the network's attestation policy.
+	Policy *verify.Policy
+	// EpochTime gives the instant at which a bundle of an epoch must have valid
+	// certificates. It must be a pure function of the epoch (for example the network's
+	// genesis time plus the epoch's length in rounds times the round length), never the
+	// clock. Nil means the zero time, at which no real certificate is valid: then only sim
+	// evidence, which has no certificates, can prove anything about an attestation.
+	EpochTime func(epoch uint64) time.Time
 	// ContentCheck is the deterministic content check of a shard payload (decodes, shapes,
 	// finite, norm bound). It returns nil for a valid payload.
 	ContentCheck func(payload []byte) error
@@ -100,29 +105,58 @@ func (c *Checker) checkEquivocation(b *verify.Bundle, hs []SignedHeader) error {
 	return c.attested(b)
 }
 
-// attested requires the bundle to verify: only then is its key the peer's.
+// attested requires the bundle to verify under the network's policy: only then is its key
+// the peer's.
 func (c *Checker) attested(b *verify.Bundle) error {
-	if c.VerifyBundle == nil {
-		return fmt.Errorf("%w: no bundle verifier configured", ErrBadEvidence)
-	}
-	if err := c.VerifyBundle(b); err != nil {
+	if err := c.verify(b, c.Policy); err != nil {
 		return fmt.Errorf("%w: the signing key is not attested: %v", ErrBadEvidence, err)
 	}
 	return nil
 }
 
+// checkAttestation: the bundle is genuine and bound to the peer (it verifies under a policy
+// that ignores measurements, debug and TCB), yet the network's policy refuses it with a
+// provable class. Without the first half anyone holding any genuine report could frame any
+// peer by wrapping the report in a bundle naming the peer.
 func (c *Checker) checkAttestation(b *verify.Bundle) error {
-	if c.VerifyBundle == nil {
-		return fmt.Errorf("%w: no bundle verifier configured", ErrBadEvidence)
-	}
-	err := c.VerifyBundle(b)
+	err := c.verify(b, c.Policy)
 	if err == nil {
 		return fmt.Errorf("%w: the bundle verifies", ErrBadEvidence)
 	}
 	if cl := verify.ClassOf(err); !slices.Contains(ProvableClasses, cl) {
 		return fmt.Errorf("%w: bundle failure %q is not provable: %v", ErrBadEvidence, cl, err)
 	}
+	if gerr := c.verify(b, relaxed(c.Policy)); gerr != nil {
+		return fmt.Errorf("%w: bundle fails with %q but is not a genuine report bound to %s: %v", ErrBadEvidence, verify.ClassOf(err), b.PeerID, gerr)
+	}
 	return nil
+}
+
+// verify runs verify.Verify deterministically: the bundle's own epoch is the current one
+// (staleness is about when evidence arrives, which no one else can check) and the time is
+// EpochTime of that epoch.
+func (c *Checker) verify(b *verify.Bundle, p *verify.Policy) error {
+	if p == nil {
+		return fmt.Errorf("no attestation policy configured")
+	}
+	var now time.Time
+	if c.EpochTime != nil {
+		now = c.EpochTime(b.Epoch)
+	}
+	seed := verify.EpochSeed(b.Network, b.Run, b.Epoch)
+	_, err := verify.Verify(b, p, seed[:], b.Epoch, now)
+	return err
+}
+
+// relaxed is p without the rules whose failures are provable: measurement allow-lists,
+// the debug ban and the minimum TCB. Roots, kinds, VMPL and collateral stay: a bundle that
+// passes it is a genuine report that binds its peer and key.
+func relaxed(p *verify.Policy) *verify.Policy {
+	r := *p
+	r.SimMeasurements = nil
+	r.SNP.Measurements, r.SNP.AllowDebug, r.SNP.MinTCB = nil, true, verify.SNPTCB{}
+	r.TDX.MRTDs, r.TDX.RTMRs, r.TDX.AllowDebug, r.TDX.MinTeeTCBSVN = nil, [4][][]byte{}, true, nil
+	return &r
 }
 
 func (c *Checker) checkContent(b *verify.Bundle, h *verify.ShardHeader, payload []byte) error {

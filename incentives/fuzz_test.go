@@ -13,7 +13,7 @@ func seedEvidence() [][]byte {
 	fx := incentivestest.New("testnet", "run-1")
 	return [][]byte{
 		fx.Equivocation("B", 3, 1, "x").Marshal(),
-		fx.InvalidAttestation("C", 2, verify.ClassDebugEnabled).Marshal(),
+		fx.InvalidAttestation("C", 2, verify.ClassMeasurementNotAllowed).Marshal(),
 		fx.InvalidContent("D", 1, 0).Marshal(),
 	}
 }
@@ -111,7 +111,7 @@ func BenchmarkApply(b *testing.B) {
 	}
 	es := []incentives.Evidence{
 		*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1),
-		*fx.InvalidAttestation("C", 0, verify.ClassDebugEnabled), *fx.Equivocation("E", 0, 3, "y"),
+		*fx.InvalidAttestation("C", 0, verify.ClassMeasurementNotAllowed), *fx.Equivocation("E", 0, 3, "y"),
 	}
 	rec, _, _, _, err := st.Build(cs, es, []byte("model"), chk)
 	if err != nil || len(rec.Evidence) != 4 {

@@ -130,7 +130,7 @@ func (d *driver) evidence(kind, peer string, b *block) *incentives.Evidence {
 	case "attestation":
 		class := verify.Class(b.args["class"])
 		if class == "" {
-			class = verify.ClassDebugEnabled
+			class = verify.ClassMeasurementNotAllowed
 		}
 		e = fx.InvalidAttestation(peer, round, class)
 	case "content":
@@ -150,7 +150,7 @@ func (d *driver) evidence(kind, peer string, b *block) *incentives.Evidence {
 
 // unattested is equivocation signed under a bundle the verifier refuses.
 func unattested(fx *incentivestest.Fixture, peer string, round uint64, index uint32) *incentives.Evidence {
-	b := fx.Bundle(peer, verify.ClassBadSignature)
+	b := fx.Bundle(peer, verify.ClassUntrustedRoot)
 	x := fx.Shard(peer, b, round, index, []byte("one"))
 	y := fx.Shard(peer, b, round, index, []byte("two"))
 	return incentives.NewEquivocation(b, incentivestest.Signed(x), incentivestest.Signed(y))

@@ -45,7 +45,7 @@ func roundItems(fx *incentivestest.Fixture) ([][]incentives.Contribution, [][]in
 	}
 	es := [][]incentives.Evidence{
 		{*fx.Equivocation("B", 0, 0, "x"), *fx.Equivocation("B", 0, 0, "y"), *fx.InvalidContent("D", 0, 1)},
-		{*fx.InvalidAttestation("C", 1, verify.ClassTCBTooLow), *fx.Equivocation("B", 0, 0, "z"), *fx.Equivocation("E", 1, 2, "x")},
+		{*fx.InvalidAttestation("C", 1, verify.ClassMeasurementNotAllowed), *fx.Equivocation("B", 0, 0, "z"), *fx.Equivocation("E", 1, 2, "x")},
 		{*fx.InvalidContent("D", 1, 1), *fx.InvalidContent("D", 1, 1), *fx.Equivocation("A", 2, 0, "x")},
 	}
 	return cs, es
@@ -142,7 +142,8 @@ func TestForgedEvidence(t *testing.T) {
 		{"second shard identical to the first", 0, same, incentives.ErrMalformed},
 		{"round outside the window", 5, fx.Equivocation("B", 1, 0, "x"), incentives.ErrOutsideWindow},
 		{"round in the future", 0, fx.Equivocation("B", 3, 0, "x"), incentives.ErrOutsideWindow},
-		{"fabricable bundle failure", 0, fx.InvalidAttestation("B", 0, verify.ClassUntrustedRoot), incentives.ErrBadEvidence},
+		{"bundle from an untrusted root", 0, fx.InvalidAttestation("B", 0, verify.ClassUntrustedRoot), incentives.ErrBadEvidence},
+		{"framing: a refused report bound to someone else", 0, fx.InvalidAttestation("B", 0, verify.ClassBindingMismatch), incentives.ErrBadEvidence},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,19 +1,20 @@
-// Package incentivestest builds signed shards, bundles and evidence for tests of the ledger
-// and of what stores it. Bundles are sim bundles whose verification is decided by a test
-// double of the verifier (Fixture.Checker): the evidence bytes name the verdict.
+// Package incentivestest builds signed shards, real sim attestation bundles and evidence
+// for tests of the ledger and of what stores it. Everything derives from names, so two
+// fixtures make the same bytes.
 package incentivestest
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"time"
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/verify"
 )
 
-// Fixture makes evidence for one network and run. Keys derive from peer names, so two
-// fixtures make the same bytes.
+// Fixture makes evidence for one network and run, under a sim root it owns.
 type Fixture struct {
 	Network, Run string
 }
@@ -21,23 +22,56 @@ type Fixture struct {
 // New returns a fixture for network and run.
 func New(network, run string) *Fixture { return &Fixture{Network: network, Run: run} }
 
-// Key is peer's ephemeral key.
-func (f *Fixture) Key(peer string) ed25519.PrivateKey {
-	seed := sha256.Sum256([]byte("incentivestest/key/" + peer))
+func key(name string) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte("incentivestest/key/" + name))
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
-// Bundle returns the encoded bundle of peer. The test verifier accepts it when fail is ""
-// and otherwise fails it with class fail.
+// Key is peer's ephemeral key.
+func (f *Fixture) Key(peer string) ed25519.PrivateKey { return key("peer/" + peer) }
+
+// Measurements: the one the fixture's policy allows, and one it does not.
+var (
+	GoodMeasurement = bytes.Repeat([]byte{1}, verify.MeasurementSize)
+	BadMeasurement  = bytes.Repeat([]byte{2}, verify.MeasurementSize)
+)
+
+func (f *Fixture) root() ed25519.PrivateKey { return key("sim-root") }
+
+// Policy is the fixture's attestation policy: sim evidence from its root, GoodMeasurement only.
+func (f *Fixture) Policy() *verify.Policy {
+	return &verify.Policy{
+		Network: f.Network, Run: f.Run, Kinds: []verify.Kind{verify.KindSim}, AllowSim: true,
+		SimRoots:        [][]byte{f.root().Public().(ed25519.PublicKey)},
+		SimMeasurements: [][]byte{GoodMeasurement}, MaxAgeEpochs: 1,
+	}
+}
+
+// Bundle returns peer's encoded sim bundle. With fail "" it verifies under Policy; else it
+// fails verification with class fail:
+//   - measurement_not_allowed: a genuine report, bound to peer, of a measurement not allowed
+//     (provable);
+//   - binding_mismatch: a report of a measurement not allowed, bound to another peer and
+//     wrapped in a bundle naming peer (a framing attempt);
+//   - untrusted_root: a report signed by a root the network does not name.
 func (f *Fixture) Bundle(peer string, fail verify.Class) []byte {
-	ev := "ok"
-	if fail != "" {
-		ev = string(fail)
+	root, m, boundTo := f.root(), GoodMeasurement, peer
+	switch fail {
+	case "":
+	case verify.ClassMeasurementNotAllowed:
+		m = BadMeasurement
+	case verify.ClassBindingMismatch:
+		m, boundTo = BadMeasurement, "someone else"
+	case verify.ClassUntrustedRoot:
+		root, m = key("other-root"), BadMeasurement
+	default:
+		panic(fmt.Sprintf("incentivestest: cannot make a bundle failing with %q", fail))
 	}
-	b := &verify.Bundle{
-		Version: verify.BundleVersion, Kind: verify.KindSim, Evidence: []byte(ev),
-		EphemeralKey: f.Key(peer).Public().(ed25519.PublicKey), PeerID: peer, Network: f.Network, Run: f.Run,
+	b, err := verify.NewSimBundle(root, m, f.Network, f.Run, boundTo, 0, f.Key(peer).Public().(ed25519.PublicKey))
+	if err != nil {
+		panic(fmt.Sprintf("incentivestest: bundle: %v", err))
 	}
+	b.PeerID = peer
 	out, err := b.Marshal()
 	if err != nil {
 		panic(fmt.Sprintf("incentivestest: bundle: %v", err))
@@ -45,19 +79,14 @@ func (f *Fixture) Bundle(peer string, fail verify.Class) []byte {
 	return out
 }
 
-// Checker returns a checker whose bundle verifier fails a bundle with the class written in
-// its evidence (accepting "ok"), and whose content check fails payloads that start with "bad".
+// Checker returns a checker with the fixture's policy and a content check that fails
+// payloads starting with "bad".
 func (f *Fixture) Checker() *incentives.Checker {
 	return &incentives.Checker{
-		Network: f.Network, Run: f.Run,
-		VerifyBundle: func(b *verify.Bundle) error {
-			if string(b.Evidence) == "ok" {
-				return nil
-			}
-			return &verify.Error{Class: verify.Class(b.Evidence), Detail: "test verdict"}
-		},
+		Network: f.Network, Run: f.Run, Policy: f.Policy(),
+		EpochTime: func(uint64) time.Time { return time.Unix(1_800_000_000, 0) },
 		ContentCheck: func(p []byte) error {
-			if len(p) >= 3 && string(p[:3]) == "bad" {
+			if bytes.HasPrefix(p, []byte("bad")) {
 				return fmt.Errorf("test content check: bad payload")
 			}
 			return nil
