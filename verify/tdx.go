@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/url"
 	"strings"
 	"time"
 
@@ -229,8 +228,8 @@ func newCollateralGetter(c *TDXCollateral) (*collateralGetter, error) {
 	}
 	// The library reads the issuer chain from a URL-encoded response header.
 	return &collateralGetter{
-		tcbHeader:  map[string][]string{pcs.TcbInfoIssuerChainPhrase: {url.QueryEscape(string(c.TCBInfoChain))}},
-		qeHeader:   map[string][]string{pcs.SgxQeIdentityIssuerChainPhrase: {url.QueryEscape(string(c.QEIdentityChain))}},
+		tcbHeader:  map[string][]string{pcs.TcbInfoIssuerChainPhrase: {percentEncode(c.TCBInfoChain)}},
+		qeHeader:   map[string][]string{pcs.SgxQeIdentityIssuerChainPhrase: {percentEncode(c.QEIdentityChain)}},
 		tcbInfo:    c.TCBInfo,
 		qeIdentity: c.QEIdentity,
 	}, nil
@@ -245,4 +244,22 @@ func (g *collateralGetter) Get(u string) (map[string][]string, []byte, error) {
 		return g.tcbHeader, g.tcbInfo, nil
 	}
 	return nil, nil, fmt.Errorf("offline verification: no collateral for %s", u)
+}
+
+// percentEncode escapes every byte but letters, digits and "-._~" as %XX, the form of the
+// PCS issuer-chain header that go-tdx-guest unescapes.
+func percentEncode(b []byte) string {
+	const hexDigits = "0123456789ABCDEF"
+	var sb strings.Builder
+	for _, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+			sb.WriteByte(c)
+		default:
+			sb.WriteByte('%')
+			sb.WriteByte(hexDigits[c>>4])
+			sb.WriteByte(hexDigits[c&15])
+		}
+	}
+	return sb.String()
 }

@@ -174,3 +174,11 @@ func TestTDXMalformed(t *testing.T) {
 	_, err = VerifyEvidence(KindTDX, make([]byte, maxQuoteSize+1), nil, tdxTestPolicy(true), tdxNow)
 	wantClass(t, err, ClassMalformed)
 }
+
+func TestPercentEncodeRoundTrips(t *testing.T) {
+	in := []byte("-----BEGIN CERTIFICATE-----\nab+/=\x00\xff~._-\n")
+	out, err := url.QueryUnescape(percentEncode(in))
+	if err != nil || out != string(in) {
+		t.Fatalf("%q %v", out, err)
+	}
+}
