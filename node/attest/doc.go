@@ -10,8 +10,10 @@
 //   - sim: evidence signed by a sim root key read from a file (or the public devnet root):
 //     no protection at all, for testnets.
 //
-// A node calls CheckProducerAllowed before it starts, so that it never runs with a producer
-// its network does not accept; NewProducer, then Attest once per epoch to bind a fresh
-// ephemeral key; and PolicyFromSpec to get the policy it verifies peers against. Every
-// verdict with Insecure set must be logged as insecure.
+// A node calls CheckStart (or CheckProducerAllowed) before it starts, so that it never runs
+// with a producer its network does not accept, nor with the public profile on a network
+// that accepts sim; NewProducer, then Attest once per epoch (EpochOf) to bind a fresh
+// ephemeral key; PolicyFromSpec (plus CollateralFromConfig for TDX) to get the policy it
+// verifies peers against; and a Verifier, which caches verdicts and logs every acceptance
+// of simulated evidence as insecure.
 package attest
