@@ -7,6 +7,7 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/attest"
 )
 
 // ParamsFromSpec turns the network spec's incentives section into the ledger's parameters
@@ -55,4 +56,21 @@ func GenesisFromSpec(s configs.IncentivesSpec) (*incentives.State, error) {
 		return nil, err
 	}
 	return incentives.NewState(p, g)
+}
+
+// CheckerFromSpec is the evidence checker of a network: its network ID and run, its
+// attestation policy, and content, the deterministic content check of a shard payload
+// (training/compress.CheckShard with the model's shapes, norm bound and limits; nil refuses
+// all invalid-content evidence). Node and offline replay must build it the same way.
+//
+// The spec has no time base yet, so EpochTime is nil: certificates of real SEV-SNP and TDX
+// reports are checked at the zero time, where none is valid, and invalid-attestation
+// evidence about them proves nothing. Sim evidence, which has no certificates, is unaffected.
+func CheckerFromSpec(s *configs.Spec, content func(payload []byte) error) (*incentives.Checker, error) {
+	net := s.NetworkID()
+	p, err := attest.PolicyFromSpec(s.Attest, net, s.Run)
+	if err != nil {
+		return nil, err
+	}
+	return &incentives.Checker{Network: net, Run: s.Run, Policy: p, ContentCheck: content}, nil
 }
