@@ -28,14 +28,17 @@ const BundleVersion = 1
 
 // Size limits of a bundle, checked before anything is allocated.
 const (
-	MaxBundleSize       = 64 << 10 // whole encoded bundle
-	MaxEndorsements     = 4        // e.g. VCEK, ASK, ARK
-	MaxIDLen            = 128      // PeerID, Network, Run
-	EphemeralKeySize    = 32       // ed25519 public key
-	ReportDataSize      = 64       // SHA-512 binding
-	domainReportData    = "lowband/attest/report-data/v1"
-	domainEpochSeed     = "lowband/attest/epoch-seed/v1"
-	maxEvidenceNestings = 4
+	MaxBundleSize    = 64 << 10 // whole encoded bundle
+	MaxEndorsements  = 4        // e.g. VCEK, ASK, ARK
+	MaxIDLen         = 128      // PeerID, Network, Run
+	EphemeralKeySize = 32       // ed25519 public key
+	ReportDataSize   = 64       // SHA-512 binding
+	domainReportData = "lowband/attest/report-data/v1"
+	domainEpochSeed  = "lowband/attest/epoch-seed/v1"
+	// maxNesting and maxArray bound every decoder here: no wire object nests deeper than a
+	// map in a map, or has more than MaxEndorsements array elements.
+	maxNesting = 4
+	maxArray   = 16
 )
 
 // Bundle is an attestation bundle: a peer's TEE evidence bound to the ephemeral key that
@@ -72,8 +75,8 @@ var (
 			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
 			IndefLength:       cbor.IndefLengthForbidden,
 			TagsMd:            cbor.TagsForbidden,
-			MaxNestedLevels:   maxEvidenceNestings + 2,
-			MaxArrayElements:  1024,
+			MaxNestedLevels:   maxNesting,
+			MaxArrayElements:  maxArray,
 			MaxMapPairs:       64,
 			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 		}.DecMode()
