@@ -25,8 +25,9 @@
 // state together (node/store does it in one transaction).
 //
 //	st, _ := incentives.NewState(params, genesis)
-//	rec, next, events, rejected, err := st.Build(contribs, evidence, modelRoot, checker)
-//	// persist rec and next atomically, publish rec, then st = next
+//	closed, err := st.Build(contribs, evidence, modelRoot, checker)
+//	// persist closed.Record and closed.State atomically, publish the record,
+//	// then st = closed.State
 //
 // # Rules
 //

@@ -22,7 +22,8 @@ func seedRecord(t testing.TB) []byte {
 	fx := incentivestest.New("testnet", "run-1")
 	st := genesis(t)
 	es := []incentives.Evidence{*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1)}
-	rec, _, _, _, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 2), fx.Contribution("Z", 0, 1)}, es, []byte("model"), fx.Checker())
+	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 2), fx.Contribution("Z", 0, 1)}, es, []byte("model"), fx.Checker())
+	rec := cl.Record
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,8 @@ func BenchmarkApply(b *testing.B) {
 		*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1),
 		*fx.InvalidAttestation("C", 0, verify.ClassMeasurementNotAllowed), *fx.Equivocation("E", 0, 3, "y"),
 	}
-	rec, _, _, _, err := st.Build(cs, es, []byte("model"), chk)
+	cl, err := st.Build(cs, es, []byte("model"), chk)
+	rec := cl.Record
 	if err != nil || len(rec.Evidence) != 4 {
 		b.Fatalf("building the round: %v", err)
 	}

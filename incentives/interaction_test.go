@@ -161,7 +161,8 @@ func unattested(fx *incentivestest.Fixture, peer string, round uint64, index uin
 func (d *driver) round(b *block) string {
 	cs, es := d.items(b)
 	chk := d.fx.Checker()
-	rec, next, events, rejected, err := d.st.Build(cs, es, []byte(b.args["model"]), chk)
+	cl, err := d.st.Build(cs, es, []byte(b.args["model"]), chk)
+	rec, next, events, rejected := cl.Record, cl.State, cl.Events, cl.Rejected
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -65,7 +65,8 @@ func TestOrderIndependence(t *testing.T) {
 		sc, se := shuffled(rng, cs), shuffled(rng, es)
 		st := genesis(t)
 		for r := range se {
-			rec, next, _, rejected, err := st.Build(sc[r], se[r], []byte("model"), chk)
+			cl, err := st.Build(sc[r], se[r], []byte("model"), chk)
+			rec, next, rejected := cl.Record, cl.State, cl.Rejected
 			if err != nil || len(rejected) > 0 {
 				t.Fatalf("order %d round %d: %v %v", i, r, err, rejected)
 			}
@@ -87,7 +88,8 @@ func TestOrderIndependence(t *testing.T) {
 func buildAll(t *testing.T, st *incentives.State, cs [][]incentives.Contribution, es [][]incentives.Evidence, chk incentives.EvidenceChecker) [32]byte {
 	t.Helper()
 	for r := range es {
-		_, next, events, _, err := st.Build(cs[r], es[r], []byte("model"), chk)
+		cl, err := st.Build(cs[r], es[r], []byte("model"), chk)
+		next, events := cl.State, cl.Events
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +153,8 @@ func TestForgedEvidence(t *testing.T) {
 			for range c.round {
 				st = mustBuild(t, st, nil, chk)
 			}
-			rec, next, events, rejected, err := st.Build(nil, []incentives.Evidence{*c.e}, nil, chk)
+			cl, err := st.Build(nil, []incentives.Evidence{*c.e}, nil, chk)
+			rec, next, events, rejected := cl.Record, cl.State, cl.Events, cl.Rejected
 			if err != nil || len(rejected) != 1 || !errors.Is(rejected[0].Err, c.want) {
 				t.Fatalf("Build: err %v rejected %v, want one rejection with %v", err, rejected, c.want)
 			}
@@ -168,7 +171,8 @@ func TestForgedEvidence(t *testing.T) {
 
 func mustBuild(t testing.TB, st *incentives.State, es []incentives.Evidence, chk *incentives.Checker) *incentives.State {
 	t.Helper()
-	_, next, _, _, err := st.Build(nil, es, nil, chk)
+	cl, err := st.Build(nil, es, nil, chk)
+	next := cl.State
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +189,8 @@ func TestApplyRefusesBrokenChain(t *testing.T) {
 	fx := incentivestest.New("testnet", "run-1")
 	chk := fx.Checker()
 	st := genesis(t)
-	rec, next, _, _, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 1)}, nil, []byte("m"), chk)
+	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 1)}, nil, []byte("m"), chk)
+	rec, next := cl.Record, cl.State
 	if err != nil {
 		t.Fatal(err)
 	}

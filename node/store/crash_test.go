@@ -92,7 +92,8 @@ func TestCrash(t *testing.T) {
 
 func nextState(t *testing.T, st *incentives.State, fx *incentivestest.Fixture, chk incentives.EvidenceChecker) *incentives.State {
 	cs, es := genRound(fx, st.Round)
-	_, next, _, _, err := st.Build(cs, es, []byte(fmt.Sprintf("model %d", st.Round)), chk)
+	cl, err := st.Build(cs, es, []byte(fmt.Sprintf("model %d", st.Round)), chk)
+	next := cl.State
 	if err != nil {
 		t.Fatal(err)
 	}

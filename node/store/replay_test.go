@@ -102,7 +102,8 @@ func TestReplayWithSpecChecker(t *testing.T) {
 			es = append(es, *ev)
 		}
 		cs := []incentives.Contribution{{Peer: "P", Shards: [][]byte{verify.PayloadCID([]byte{byte(r)})}}}
-		rec, next, _, rejected, err := st.Build(cs, es, nil, chk)
+		cl, err := st.Build(cs, es, nil, chk)
+		rec, next, rejected := cl.Record, cl.State, cl.Rejected
 		if err != nil || len(rejected) > 0 {
 			t.Fatalf("round %d: %v %v", r, err, rejected)
 		}

@@ -49,7 +49,8 @@ func commitRound(s *Store, fx *incentivestest.Fixture, chk incentives.EvidenceCh
 		return nil, err
 	}
 	cs, es := genRound(fx, st.Round)
-	rec, next, events, _, err := st.Build(cs, es, []byte(fmt.Sprintf("model %d", st.Round)), chk)
+	cl, err := st.Build(cs, es, []byte(fmt.Sprintf("model %d", st.Round)), chk)
+	rec, next, events := cl.Record, cl.State, cl.Events
 	if err != nil {
 		return nil, err
 	}
