@@ -11,13 +11,13 @@ func TestRunVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, r := range map[string]float64{
-		"sim": res.SimBundlesPerS, "snp": res.SNPBundlesPerS, "tdx": res.TDXBundlesPerS,
-		"cached": res.CachedLookupsPerS, "sig": res.ShardSigChecksPerS, "full": res.ShardFullChecksPerS,
-		"ed25519": res.Ed25519VerifiesPerS,
+	for name, r := range map[string]Rate{
+		"sim": res.SimBundles, "snp": res.SNPBundles, "tdx": res.TDXBundles,
+		"cached": res.CachedLookups, "sig": res.ShardSigChecks, "full": res.ShardFullChecks,
+		"ed25519": res.Ed25519Verifies,
 	} {
-		if r <= 0 {
-			t.Errorf("%s rate %v", name, r)
+		if r.PerS <= 0 || r.PerCPUS < 0 {
+			t.Errorf("%s rate %+v", name, r)
 		}
 	}
 	if _, err := RunVerify(VerifyOptions{}); err == nil {
