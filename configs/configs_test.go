@@ -122,8 +122,21 @@ func TestSpecErrorsAndHash(t *testing.T) {
 }
 
 func TestDevnetSpecParses(t *testing.T) {
-	if _, err := ParseSpec("devnet", DevnetSpec); err != nil {
+	s, err := ParseSpec("devnet", DevnetSpec)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Written out and read back, the spec keeps its identity (empty and missing lists agree).
+	p := filepath.Join(t.TempDir(), "network.toml")
+	if err := WriteSpec(p, s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadSpec(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.NetworkID() != s.NetworkID() {
+		t.Errorf("network ID changed on a write and read: %s -> %s", s.NetworkID(), back.NetworkID())
 	}
 }
 

@@ -61,8 +61,12 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
+// specEnc encodes nil and empty lists and maps alike, so a spec hashes the same whether a
+// list was written as [] or left out.
 var specEnc = func() cbor.EncMode {
-	m, err := cbor.CoreDetEncOptions().EncMode()
+	opts := cbor.CoreDetEncOptions()
+	opts.NilContainers = cbor.NilContainerAsEmpty
+	m, err := opts.EncMode()
 	if err != nil {
 		panic(err) // static options; cannot fail
 	}
