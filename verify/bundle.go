@@ -147,7 +147,9 @@ func (b *Bundle) check() error {
 }
 
 // Hash is SHA-256 over the canonical encoding. It names the bundle in shard headers and
-// in the verification cache.
+// in the verification cache. It names these bytes, not the attestation: hardware evidence
+// is not unique (an ECDSA signature has two valid forms), so one peer's attestation may
+// exist under more than one hash, each binding the same peer and key.
 func (b *Bundle) Hash() [32]byte {
 	enc, err := encMode.Marshal(b)
 	if err != nil {

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/subtle"
 	"encoding/hex"
@@ -71,6 +72,9 @@ func decodeSim(evidence []byte) (*simEvidence, error) {
 	var e simEvidence
 	if err := decMode.Unmarshal(evidence, &e); err != nil {
 		return nil, errorf(ClassMalformed, err, "decoding sim evidence")
+	}
+	if again, err := encMode.Marshal(&e); err != nil || !bytes.Equal(again, evidence) {
+		return nil, errorf(ClassMalformed, err, "sim evidence is not in canonical encoding")
 	}
 	r := &e.Report
 	switch {

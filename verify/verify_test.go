@@ -189,3 +189,15 @@ func TestClassOf(t *testing.T) {
 		t.Fatal("errors.Is by class")
 	}
 }
+
+func TestSimEvidenceMustBeCanonical(t *testing.T) {
+	root := testKey(1)
+	b := simBundle(t, root, 7)
+	// The same evidence with a non-minimal length header on its outer map is refused.
+	if b.Evidence[0] != 0xa2 {
+		t.Fatalf("evidence starts with %#x, want a two-entry map", b.Evidence[0])
+	}
+	b.Evidence = append([]byte{0xb8, 0x02}, b.Evidence[1:]...)
+	_, err := Verify(b, simPolicy(root), seedFor(b), 7, testNow)
+	wantClass(t, err, ClassMalformed)
+}
