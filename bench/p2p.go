@@ -28,14 +28,19 @@ const pollEvery = 10 * time.Millisecond
 // RunDiscovery starts one bootstrap host and nodes-1 hosts that know only the
 // bootstrap, all in this process on loopback, and times how long discovery
 // through the private DHT takes. It fails if timeout passes first.
-func RunDiscovery(ctx context.Context, nodes int, timeout time.Duration) (DiscoveryResult, error) {
+// transport is "tcp", "quic" or "both".
+func RunDiscovery(ctx context.Context, nodes int, transport string, timeout time.Duration) (DiscoveryResult, error) {
 	if nodes < 2 {
 		return DiscoveryResult{}, fmt.Errorf("need at least 2 nodes, got %d", nodes)
+	}
+	listen, err := p2ptest.Listen(transport)
+	if err != nil {
+		return DiscoveryResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	s, err := p2ptest.Start(ctx, nodes-1, nil)
+	s, err := p2ptest.Start(ctx, nodes-1, func(_ int, c *p2p.Config) { c.Listen = listen })
 	if err != nil {
 		return DiscoveryResult{}, err
 	}

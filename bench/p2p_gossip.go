@@ -21,6 +21,8 @@ type GossipOptions struct {
 	Messages int           // messages published, one at a time, from hosts spread over the swarm
 	Wait     time.Duration // how long one message may take to reach everyone
 	Timeout  time.Duration // bound on forming the swarm and mesh
+	// Transport is "tcp", "quic" or "both" (loopback listen addresses).
+	Transport string
 }
 
 // GossipResult is what RunGossip measures. Latencies pool every (message,
@@ -49,9 +51,13 @@ func RunGossip(ctx context.Context, o GossipOptions) (GossipResult, error) {
 	case o.Messages < 1:
 		return res, fmt.Errorf("need at least 1 message, got %d", o.Messages)
 	}
+	listen, err := p2ptest.Listen(o.Transport)
+	if err != nil {
+		return res, err
+	}
 	sctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	s, err := p2ptest.Start(sctx, o.Nodes-1, nil)
+	s, err := p2ptest.Start(sctx, o.Nodes-1, func(_ int, c *p2p.Config) { c.Listen = listen })
 	if err != nil {
 		return res, err
 	}

@@ -21,7 +21,8 @@ const (
 	emptyRetry    = 250 * time.Millisecond
 	emptyRetryMax = 15 * time.Second
 	// findFirst and findMax bound the interval between rendezvous lookups: back to
-	// findFirst after a lookup that connected someone new, doubling otherwise.
+	// findFirst after a lookup that found more peers than the one before or
+	// connected someone new, doubling otherwise.
 	findFirst = time.Second
 	findMax   = 30 * time.Second
 	// findTimeout bounds one rendezvous lookup; dialParallel bounds its dials.
@@ -44,7 +45,10 @@ func (h *Host) advertiseLoop() {
 			retry = min(2*retry, emptyRetryMax)
 			continue
 		}
-		if _, err := h.disc.Advertise(h.ctx, ns, discovery.TTL(advertiseMax)); err != nil {
+		t0 := time.Now()
+		_, err := h.disc.Advertise(h.ctx, ns, discovery.TTL(advertiseMax))
+		h.log.Debug("advertised", "took", time.Since(t0), "err", err)
+		if err != nil {
 			if h.ctx.Err() != nil {
 				return
 			}
@@ -68,14 +72,16 @@ func (h *Host) advertiseLoop() {
 // watermark.
 func (h *Host) findPeersLoop() {
 	defer h.wg.Done()
-	wait := findFirst
+	wait, lastFound := findFirst, 0
 	for {
 		if h.RoutingTableSize() > 0 {
-			if h.findOnce() > 0 {
+			found, connected := h.findOnce()
+			if connected > 0 || found > lastFound {
 				wait = findFirst
 			} else {
 				wait = min(2*wait, findMax)
 			}
+			lastFound = found
 		} else {
 			wait = emptyRetry
 		}
@@ -85,14 +91,16 @@ func (h *Host) findPeersLoop() {
 	}
 }
 
-// findOnce runs one rendezvous lookup and returns how many new peers it connected.
-func (h *Host) findOnce() int {
+// findOnce runs one rendezvous lookup and returns how many peers it found and
+// how many of them it newly connected.
+func (h *Host) findOnce() (found, connected int) {
+	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
 	defer cancel()
 	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
 	if err != nil {
 		h.log.Debug("rendezvous lookup failed", "err", err)
-		return 0
+		return 0, 0
 	}
 	var (
 		mu  sync.Mutex
@@ -101,6 +109,7 @@ func (h *Host) findOnce() int {
 		sem = make(chan struct{}, dialParallel)
 	)
 	for ai := range ch {
+		found++
 		if !h.wantPeer(ai) {
 			continue
 		}
@@ -116,7 +125,8 @@ func (h *Host) findOnce() int {
 		}()
 	}
 	wg.Wait()
-	return n
+	h.log.Debug("rendezvous lookup", "found", found, "connected", n, "took", time.Since(t0))
+	return found, n
 }
 
 // wantPeer reports whether a found peer is worth dialing.

@@ -319,3 +319,34 @@ func TestMetrics(t *testing.T) {
 		t.Error("no go-libp2p metric registered")
 	}
 }
+
+// TestQUIC joins two hosts that listen on QUIC only and gossips between them.
+func TestQUIC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := p2ptest.Start(ctx, 1, func(_ int, c *p2p.Config) { c.Listen = p2ptest.ListenQUIC })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := s.Boot, s.Hosts[0]
+	sub, err := b.Subscribe(p2p.KindRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	if err := p2ptest.Poll(ctx, "topic peer", 10*time.Millisecond, func() bool {
+		return len(a.TopicPeers(p2p.KindRecords)) == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if addrs := a.Peers()[0].Addrs; len(addrs) == 0 || !strings.Contains(addrs[0], "/quic-v1") {
+		t.Fatalf("connection addresses %v, want QUIC", addrs)
+	}
+	if err := a.Publish(ctx, p2p.KindRecords, []byte("over quic")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sub.Next(ctx); err != nil || string(m.Data) != "over quic" {
+		t.Fatalf("got %v, %v", m, err)
+	}
+}

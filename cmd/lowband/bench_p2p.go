@@ -9,6 +9,11 @@ import (
 	"github.com/lowband/lowband/bench"
 )
 
+// transportFlag picks the loopback transport of the in-process hosts. TCP is the
+// default: all hosts share this process's CPU, and QUIC's userspace packet
+// handling makes a large in-process swarm CPU-bound.
+var transportFlag = &cli.StringFlag{Name: "transport", Value: "tcp", Usage: "tcp, quic or both"}
+
 func benchDiscoveryCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "discovery",
@@ -19,11 +24,12 @@ func benchDiscoveryCommand() *cli.Command {
 			"it in its routing table).",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Value: 50, Usage: "hosts, the bootstrap included"},
+			transportFlag,
 			&cli.DurationFlag{Name: "timeout", Value: 3 * time.Minute, Usage: "give up after this long"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
-			res, err := bench.RunDiscovery(c.Context, c.Int("nodes"), c.Duration("timeout"))
+			res, err := bench.RunDiscovery(c.Context, c.Int("nodes"), c.String("transport"), c.Duration("timeout"))
 			if err != nil {
 				return fmt.Errorf("bench discovery: %w", err)
 			}
@@ -52,6 +58,7 @@ func benchGossipCommand() *cli.Command {
 			"gossip cap is just under 1 MiB.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Value: 32, Usage: "hosts, the bootstrap included"},
+			transportFlag,
 			&cli.StringFlag{Name: "size", Value: "512KiB", Usage: "payload per message"},
 			&cli.IntFlag{Name: "messages", Value: 5, Usage: "messages published, each from a different host"},
 			&cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "how long one message may take to reach everyone"},
@@ -65,7 +72,7 @@ func benchGossipCommand() *cli.Command {
 			}
 			res, err := bench.RunGossip(c.Context, bench.GossipOptions{
 				Nodes: c.Int("nodes"), Size: size, Messages: c.Int("messages"),
-				Wait: c.Duration("wait"), Timeout: c.Duration("timeout"),
+				Wait: c.Duration("wait"), Timeout: c.Duration("timeout"), Transport: c.String("transport"),
 			})
 			if err != nil {
 				return fmt.Errorf("bench gossip: %w", err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -32,12 +33,15 @@ func Key() crypto.PrivKey {
 	return k
 }
 
-// Config is a local-profile host: loopback TCP and QUIC on free ports, DHT
-// server, no colocation penalty, every topic kind joined, fast retries.
+// Config is a local-profile host: loopback TCP on a free port, DHT server, no
+// colocation penalty, every topic kind joined, fast retries. Swarms use TCP by
+// default because all their hosts share one process's CPU, and QUIC's userspace
+// packet handling makes a swarm of dozens CPU-bound; set Listen to ListenQUIC or
+// ListenBoth to run them over QUIC.
 func Config(key crypto.PrivKey) p2p.Config {
 	return p2p.Config{
 		Identity: key,
-		Listen:   []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"},
+		Listen:   ListenTCP,
 		Network:  Network,
 		Run:      Run,
 		DHTMode:  p2p.DHTServer,
@@ -87,12 +91,19 @@ func Start(ctx context.Context, n int, mutate func(i int, c *p2p.Config)) (*Swar
 	return s, nil
 }
 
-// Close closes every host.
+// Close closes every host, in parallel.
 func (s *Swarm) Close() error {
-	var errs []error
-	for _, h := range s.All() {
-		errs = append(errs, h.Close())
+	all := s.All()
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, h := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.Close()
+		}()
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -160,4 +171,24 @@ func Poll(ctx context.Context, what string, interval time.Duration, cond func() 
 		case <-t.C:
 		}
 	}
+}
+
+// Loopback listen addresses on free ports, by transport.
+var (
+	ListenTCP  = []string{"/ip4/127.0.0.1/tcp/0"}
+	ListenQUIC = []string{"/ip4/127.0.0.1/udp/0/quic-v1"}
+	ListenBoth = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
+)
+
+// Listen returns the listen addresses for a transport name: "tcp", "quic" or "both".
+func Listen(transport string) ([]string, error) {
+	switch transport {
+	case "tcp":
+		return ListenTCP, nil
+	case "quic":
+		return ListenQUIC, nil
+	case "both":
+		return ListenBoth, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q (want tcp, quic or both)", transport)
 }
