@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node/attest"
 	"github.com/lowband/lowband/p2p"
 )
 
@@ -36,6 +38,7 @@ type Node struct {
 	log     *slog.Logger
 	host    *p2p.Host
 	api     *apiServer
+	ledger  *ledger // nil on a bootstrap node
 	started time.Time
 
 	closeOnce sync.Once
@@ -70,6 +73,18 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	extra := map[string]http.Handler{"/ledger": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "a bootstrap node keeps no ledger", http.StatusNotFound)
+	})}
+	if role == configs.RoleNode {
+		if err := attest.CheckProducerAllowed(opts.Config.Attest.Producer, opts.Spec.Attest); err != nil {
+			return nil, fmt.Errorf("config attest.producer: %w", err)
+		}
+		if n.ledger, err = openLedger(opts.Home, opts.Spec); err != nil {
+			return nil, err
+		}
+		extra["/ledger"] = n.ledger.handler()
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -80,7 +95,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}
-	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, nil, log); err != nil {
+	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, extra, log); err != nil {
 		return nil, err
 	}
 	if err := configs.WriteFileAtomic(opts.Home.APIAddrPath(), []byte(n.api.Addr()+"\n"), 0o644); err != nil {
@@ -97,6 +112,10 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 	boot, err := parsePeerAddrs(append(append([]string{}, s.Bootstrap...), c.P2P.Bootstrap...))
 	if err != nil {
 		return p2p.Config{}, err
+	}
+	var appScore func(peer.ID) float64
+	if n.ledger != nil {
+		appScore = n.ledger.appScore
 	}
 	cached, err := loadPeerCache(n.opts.Home.PeersPath())
 	if err != nil {
@@ -116,6 +135,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		ColocationPenalty: c.P2P.ColocationPenalty,
 		Topics:            []string{"shards", "records", "evidence", "attest"},
 		PeerExchange:      n.role == configs.RoleBootstrap,
+		AppScore:          appScore,
 		Logger:            n.log,
 		Registerer:        reg,
 	}, nil
@@ -161,6 +181,9 @@ func (n *Node) Close() error {
 		}
 		if n.host != nil {
 			errs = append(errs, n.host.Close())
+		}
+		if n.ledger != nil {
+			errs = append(errs, n.ledger.close())
 		}
 		n.closeErr = errors.Join(errs...)
 	})

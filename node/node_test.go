@@ -118,3 +118,46 @@ func TestPeerCache(t *testing.T) {
 		t.Fatalf("round trip: %v %v", again, err)
 	}
 }
+
+func TestNodeLedgerAndRoles(t *testing.T) {
+	h, c, s := newHome(t)
+	quiet := slog.New(slog.DiscardHandler)
+
+	n, err := New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Root  string `json:"root"`
+		Round uint64 `json:"round"`
+	}
+	if err := json.Unmarshal(get(t, "http://"+n.APIAddr()+"/ledger"), &table); err != nil || len(table.Root) != 64 {
+		t.Errorf("ledger of a fresh node: %+v %v", table, err)
+	}
+	// The store is held by the running node: a second one on the same home cannot open it.
+	c2 := *c
+	if _, err := New(context.Background(), Options{Home: h, Config: &c2, Spec: s, Logger: quiet}); err == nil {
+		t.Error("two nodes opened one store")
+	}
+	n.Close()
+
+	// A bootstrap node keeps no ledger and says so.
+	b, err := New(context.Background(), Options{Home: h, Config: c, Spec: s, Role: configs.RoleBootstrap, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + b.APIAddr() + "/ledger")
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("bootstrap /ledger: %v %v", resp, err)
+	}
+	b.Close()
+}
+
+func TestNodeRefusesProducerTheNetworkRejects(t *testing.T) {
+	h, c, s := newHome(t)
+	c.Attest.Producer = configs.KindSEVSNP // the devnet accepts only sim
+	_, err := New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "attest.producer") {
+		t.Fatalf("got %v", err)
+	}
+}

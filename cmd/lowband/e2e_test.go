@@ -212,6 +212,11 @@ func TestRunStatusAndCleanShutdown(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil || !strings.HasPrefix(st.PeerID, "12D3Koo") || len(st.Topics) != 4 {
 		t.Fatalf("status: %v %s", err, out)
 	}
+	out, stderr, code = lb(t, "ledger", "--home", home, "--json")
+	var table struct{ Root string }
+	if code != 0 || json.Unmarshal([]byte(out), &table) != nil || len(table.Root) != 64 {
+		t.Errorf("ledger: exit %d %s %s", code, out, stderr)
+	}
 	addr, _ := os.ReadFile(filepath.Join(home, "api.addr"))
 	if !strings.HasPrefix(string(addr), "127.0.0.1:") {
 		t.Errorf("API not on loopback: %q", addr)
