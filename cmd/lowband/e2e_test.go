@@ -221,13 +221,15 @@ func TestRunStatusAndCleanShutdown(t *testing.T) {
 	if !strings.HasPrefix(string(addr), "127.0.0.1:") {
 		t.Errorf("API not on loopback: %q", addr)
 	}
-	// A second node on the same home: the API port in api.addr is taken.
-	cfgPath := filepath.Join(home, "config.toml")
+	// A second node on the same home finds the store locked.
+	wantError(t, "is a node running with this home?", "run", "--home", home)
+	// Another node asking for the API port the first one holds gets a clear error.
+	other := initHome(t, "local")
+	cfgPath := filepath.Join(other, "config.toml")
 	cfg, _ := os.ReadFile(cfgPath)
 	port := strings.TrimSpace(string(addr))
 	os.WriteFile(cfgPath, bytes.Replace(cfg, []byte("127.0.0.1:0"), []byte(port), 1), 0o644)
-	wantError(t, "address already in use", "run", "--home", home)
-	os.WriteFile(cfgPath, cfg, 0o644)
+	wantError(t, "address already in use", "run", "--home", other)
 
 	stopNode(t, cmd)
 	if _, err := os.Stat(filepath.Join(home, "api.addr")); !os.IsNotExist(err) {
