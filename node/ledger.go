@@ -14,7 +14,7 @@ import (
 )
 
 // storeOpenTimeout is how long opening the store waits for another process's lock.
-const storeOpenTimeout = 5 * time.Second
+const storeOpenTimeout = time.Second
 
 // ledger owns the node's store and serves the current ledger state. The state pointer is
 // swapped whole on each committed round, so readers never see a half-applied one.
