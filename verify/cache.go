@@ -80,7 +80,10 @@ func (c *Cache) Len() int {
 // VerifyCached returns the cached verdict for b when there is one whose epoch is still
 // within p's window of currentEpoch; otherwise it verifies b and caches a success. Failures
 // are not cached. The bool reports a cache hit. A cache belongs to one policy: verdicts do
-// not record which policy accepted them, so make a new cache when the policy changes.
+// not record which policy accepted them, so make a new cache when the policy changes. A
+// hit re-checks only the epoch window: it assumes epochSeed is a function of the bundle
+// (EpochSeed of its network, run and epoch), and certificate validity is as of the first
+// verification.
 func (c *Cache) VerifyCached(b *Bundle, p *Policy, epochSeed []byte, currentEpoch uint64, now time.Time) (*Verdict, bool, error) {
 	h := b.Hash()
 	if v, ok := c.Get(h); ok {
