@@ -77,8 +77,8 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 		http.Error(w, "a bootstrap node keeps no ledger", http.StatusNotFound)
 	})}
 	if role == configs.RoleNode {
-		if err := attest.CheckProducerAllowed(opts.Config.Attest.Producer, opts.Spec.Attest); err != nil {
-			return nil, fmt.Errorf("config attest.producer: %w", err)
+		if err := attest.CheckStart(opts.Config, opts.Spec); err != nil {
+			return nil, fmt.Errorf("refusing to start: %w", err)
 		}
 		if n.ledger, err = openLedger(opts.Home, opts.Spec); err != nil {
 			return nil, err

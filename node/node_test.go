@@ -157,7 +157,13 @@ func TestNodeRefusesProducerTheNetworkRejects(t *testing.T) {
 	h, c, s := newHome(t)
 	c.Attest.Producer = configs.KindSEVSNP // the devnet accepts only sim
 	_, err := New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
-	if err == nil || !strings.Contains(err.Error(), "attest.producer") {
+	if err == nil || !strings.Contains(err.Error(), "does not accept") {
 		t.Fatalf("got %v", err)
+	}
+	// The public (production) profile refuses a network that accepts simulated evidence.
+	c.Profile, c.Attest.Producer = configs.ProfilePublic, configs.KindSim
+	_, err = New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "simulated") {
+		t.Fatalf("public profile on a sim network: %v", err)
 	}
 }
