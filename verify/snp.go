@@ -74,10 +74,16 @@ func snpSignature(raw []byte, ek *x509.Certificate) error {
 	return nil
 }
 
-// snpChain checks the endorsement key certificate against the pinned roots (classifying
-// unknown roots and expiry), then runs go-sev-guest's full offline check (KDS extensions,
-// product, chain) with certificate fetching disabled.
+// snpChain runs go-sev-guest's offline check of the endorsement key certificate (KDS
+// extensions, product, chain to the pinned AMD roots, report signature) with certificate
+// fetching disabled. When it fails, the chain is checked again on its own to tell an
+// unknown root or an expired certificate from other endorsement problems.
 func snpChain(att *spb.Attestation, ek *x509.Certificate, key abi.ReportSigner, p *SNPPolicy, now time.Time) error {
+	opts := &sevverify.Options{DisableCertFetching: true, Now: now, TrustedRoots: p.Roots}
+	libErr := sevverify.SnpAttestation(att, opts)
+	if libErr == nil {
+		return nil
+	}
 	line, err := snpProductLine(att.GetReport(), ek, key)
 	if err != nil {
 		return err
@@ -93,11 +99,7 @@ func snpChain(att *spb.Attestation, ek *x509.Certificate, key abi.ReportSigner, 
 	if err := snpRootsVerify(ek, key, roots, now); err != nil {
 		return err
 	}
-	opts := &sevverify.Options{DisableCertFetching: true, Now: now, TrustedRoots: p.Roots}
-	if err := sevverify.SnpAttestation(att, opts); err != nil {
-		return errorf(ClassCollateralInvalid, err, "SEV-SNP endorsement")
-	}
-	return nil
+	return errorf(ClassCollateralInvalid, libErr, "SEV-SNP endorsement")
 }
 
 func snpProductLine(report *spb.Report, ek *x509.Certificate, key abi.ReportSigner) (string, error) {

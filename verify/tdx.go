@@ -33,9 +33,10 @@ type tdxBody interface {
 	GetReportData() []byte
 }
 
-// verifyTDX checks a TDX quote: the quote signature by its attestation key, the PCK chain
-// against the pinned Intel root, the QE report, optionally the collateral (TCB info and QE
-// identity, served from memory: nothing is fetched), then the policy.
+// verifyTDX checks a TDX quote: the quote signature by its attestation key, then with
+// go-tdx-guest the PCK chain against the pinned Intel root, the QE report and optionally the
+// collateral (TCB info and QE identity, served from memory: nothing is fetched), then the
+// policy.
 func verifyTDX(evidence []byte, p *TDXPolicy, now time.Time) (*Verdict, error) {
 	if len(evidence) > maxQuoteSize {
 		return nil, errorf(ClassMalformed, nil, "TDX quote is %d bytes, limit %d", len(evidence), maxQuoteSize)
@@ -58,9 +59,6 @@ func verifyTDX(evidence []byte, p *TDXPolicy, now time.Time) (*Verdict, error) {
 	if roots == nil {
 		roots = intelRoots()
 	}
-	if err := tdxChain(quote, roots, now); err != nil {
-		return nil, err
-	}
 	opts := &tdxverify.Options{
 		TrustedRoots: roots,
 		Now:          &tdxverify.TimeSet{PckCertChain: now, TcbInfo: now, QeIdentity: now, PckCrl: now, RootCaCrl: now},
@@ -72,8 +70,12 @@ func verifyTDX(evidence []byte, p *TDXPolicy, now time.Time) (*Verdict, error) {
 		}
 		opts.GetCollateral, opts.Getter = true, g
 	}
-	if err := tdxverify.TdxQuote(quote, opts); err != nil {
-		return nil, classifyTDX(err, p.Collateral != nil)
+	if libErr := tdxverify.TdxQuote(quote, opts); libErr != nil {
+		// Tell an unknown root or an expired chain from the library's other refusals.
+		if err := tdxChain(quote, roots, now); err != nil {
+			return nil, err
+		}
+		return nil, classifyTDX(libErr, p.Collateral != nil)
 	}
 	return tdxPolicy(body, p)
 }
