@@ -350,3 +350,52 @@ func TestQUIC(t *testing.T) {
 		t.Fatalf("got %v, %v", m, err)
 	}
 }
+
+// TestAppScoreGraylists gives one peer a very negative application score at one
+// host: that host then ignores everything the peer sends it directly, and still
+// gets the peer's message through a third host.
+func TestAppScoreGraylists(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := p2ptest.Start(ctx, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b, c := s.Hosts[0], s.Hosts[1], s.Boot
+	if err := p2ptest.Poll(ctx, "full mesh", 10*time.Millisecond, func() bool {
+		return p2ptest.FoundAll(s.All()) && len(a.Peers()) == 2 && len(b.Peers()) == 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.SetAppScore(func(p peer.ID) float64 {
+		if p == a.ID() {
+			return -1e6
+		}
+		return 0
+	})
+	var subs []*p2p.Subscription
+	for _, h := range s.All() {
+		sub, err := h.Subscribe(p2p.KindRecords)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Cancel()
+		subs = append(subs, sub)
+	}
+	if err := p2ptest.Poll(ctx, "topic peers", 10*time.Millisecond, func() bool {
+		return len(a.TopicPeers(p2p.KindRecords)) == 2 && len(c.TopicPeers(p2p.KindRecords)) == 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Publish(ctx, p2p.KindRecords, []byte("from a")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := subs[2].Next(ctx) // b's subscription
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.From != a.ID() || m.ReceivedFrom != c.ID() {
+		t.Fatalf("b got a message by %s relayed by %s, want a's message relayed by c (%s)", m.From, m.ReceivedFrom, c.ID())
+	}
+}
