@@ -19,7 +19,8 @@ import (
 const maxCertSize = 8 << 10
 
 // verifySNP checks an SEV-SNP report: its signature by the VCEK/VLEK in endorsements[0],
-// that certificate's chain to the pinned AMD roots and its product, then the policy.
+// then with go-sev-guest that certificate's chain to the pinned AMD roots and product, then
+// the policy.
 // Endorsements after the first (ASK, ARK) are ignored: the roots are pinned.
 func verifySNP(evidence []byte, endorsements [][]byte, p *SNPPolicy, now time.Time) (*Verdict, error) {
 	if len(evidence) != abi.ReportSize {
@@ -32,9 +33,25 @@ func verifySNP(evidence []byte, endorsements [][]byte, p *SNPPolicy, now time.Ti
 	if err != nil {
 		return nil, errorf(ClassCollateralInvalid, err, "parsing the VCEK/VLEK certificate")
 	}
+	// The signature is checked on the raw bytes first, so that the evidence is exactly what
+	// was signed, and any change to the signed body is a bad signature (even one that also
+	// breaks parsing). go-sev-guest checks it again on its parsed form.
 	if err := snpSignature(evidence, ek); err != nil {
 		return nil, err
 	}
+	att, err := snpAttestation(evidence, endorsements[0])
+	if err != nil {
+		return nil, err
+	}
+	if err := snpChain(att, ek, p, now); err != nil {
+		return nil, err
+	}
+	return snpPolicy(att, p)
+}
+
+// snpAttestation parses the report and puts the endorsement key certificate where the
+// report's signer info says it belongs.
+func snpAttestation(evidence, ekDER []byte) (*spb.Attestation, error) {
 	report, err := abi.ReportToProto(evidence)
 	if err != nil {
 		return nil, errorf(ClassMalformed, err, "parsing SEV-SNP report")
@@ -46,16 +63,13 @@ func verifySNP(evidence []byte, endorsements [][]byte, p *SNPPolicy, now time.Ti
 	att := &spb.Attestation{Report: report, CertificateChain: &spb.CertificateChain{}}
 	switch info.SigningKey {
 	case abi.VcekReportSigner:
-		att.CertificateChain.VcekCert = endorsements[0]
+		att.CertificateChain.VcekCert = ekDER
 	case abi.VlekReportSigner:
-		att.CertificateChain.VlekCert = endorsements[0]
+		att.CertificateChain.VlekCert = ekDER
 	default:
 		return nil, errorf(ClassUnsupportedKind, nil, "SEV-SNP report signed by %v", info.SigningKey)
 	}
-	if err := snpChain(att, ek, info.SigningKey, p, now); err != nil {
-		return nil, err
-	}
-	return snpPolicy(att, p)
+	return att, nil
 }
 
 // snpSignature checks the report's ECDSA P-384 signature over its signed component, on the
@@ -74,17 +88,18 @@ func snpSignature(raw []byte, ek *x509.Certificate) error {
 	return nil
 }
 
-// snpChain runs go-sev-guest's offline check of the endorsement key certificate (KDS
-// extensions, product, chain to the pinned AMD roots, report signature) with certificate
-// fetching disabled. When it fails, the chain is checked again on its own to tell an
-// unknown root or an expired certificate from other endorsement problems.
-func snpChain(att *spb.Attestation, ek *x509.Certificate, key abi.ReportSigner, p *SNPPolicy, now time.Time) error {
+// snpChain runs go-sev-guest's offline check (KDS extensions, product, chain of the
+// endorsement key to the pinned AMD roots, report signature) with certificate fetching
+// disabled. When it fails, the chain is checked on its own to tell an unknown root or an
+// expired certificate from other endorsement problems.
+func snpChain(att *spb.Attestation, ek *x509.Certificate, p *SNPPolicy, now time.Time) error {
 	opts := &sevverify.Options{DisableCertFetching: true, Now: now, TrustedRoots: p.Roots}
 	libErr := sevverify.SnpAttestation(att, opts)
 	if libErr == nil {
 		return nil
 	}
-	line, err := snpProductLine(att.GetReport(), ek, key)
+	info, _ := abi.ParseSignerInfo(att.GetReport().GetSignerInfo()) // parsed before
+	line, err := snpProductLine(att.GetReport(), ek, info.SigningKey)
 	if err != nil {
 		return err
 	}
@@ -96,7 +111,7 @@ func snpChain(att *spb.Attestation, ek *x509.Certificate, key abi.ReportSigner, 
 		}
 		roots = []*trust.AMDRootCerts{r}
 	}
-	if err := snpRootsVerify(ek, key, roots, now); err != nil {
+	if err := snpRootsVerify(ek, info.SigningKey, roots, now); err != nil {
 		return err
 	}
 	return errorf(ClassCollateralInvalid, libErr, "SEV-SNP endorsement")
