@@ -52,7 +52,7 @@ func verifyTDX(evidence []byte, p *TDXPolicy, now time.Time) (*Verdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := tdxQuoteSignature(quote, signed); err != nil {
+	if err := tdxQuoteSignature(evidence, quote, signed); err != nil {
 		return nil, err
 	}
 	roots := p.Roots
@@ -95,11 +95,12 @@ func tdxParts(quote any) (tdxBody, *pb.Ecdsa256BitQuoteV4AuthData, error) {
 	}
 }
 
-// tdxQuoteSignature checks the attestation key's ECDSA P-256 signature over the header and
-// TD quote body, so that any change to the signed body is a bad signature. (That key is
-// itself certified by the QE report, which the PCK certificate signs; go-tdx-guest checks
-// that part.)
-func tdxQuoteSignature(quote any, signed *pb.Ecdsa256BitQuoteV4AuthData) error {
+// tdxQuoteSignature checks the attestation key's ECDSA P-256 signature over the raw header
+// and TD quote body (their length taken from the parsed quote), so that the evidence is
+// exactly what was signed and any change to the signed body is a bad signature. (That key
+// is itself certified by the QE report, which the PCK certificate signs; go-tdx-guest
+// checks that part.)
+func tdxQuoteSignature(raw []byte, quote any, signed *pb.Ecdsa256BitQuoteV4AuthData) error {
 	var header *pb.Header
 	var bodyBytes []byte
 	var err error
@@ -130,7 +131,11 @@ func tdxQuoteSignature(quote any, signed *pb.Ecdsa256BitQuoteV4AuthData) error {
 	if err != nil {
 		return errorf(ClassBadSignature, err, "decoding TDX quote signature")
 	}
-	digest := sha256.Sum256(append(headerBytes, bodyBytes...))
+	n := len(headerBytes) + len(bodyBytes)
+	if n > len(raw) {
+		return errorf(ClassMalformed, nil, "TDX quote shorter than its header and body")
+	}
+	digest := sha256.Sum256(raw[:n])
 	if !ecdsa.VerifyASN1(pub, digest[:], der) {
 		return errorf(ClassBadSignature, nil, "TDX quote signature does not verify with its attestation key")
 	}
