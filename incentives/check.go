@@ -16,7 +16,9 @@ import (
 // refuses: the TEE itself vouches for what the peer runs. Failures anyone could fabricate
 // (malformed, bad_signature, untrusted_root, binding_mismatch, unsupported_kind,
 // sim_not_allowed) or that depend on the verifier's time and collateral (stale,
-// collateral_invalid) never count.
+// collateral_invalid) never count. tcb_too_low counts for SEV-SNP only, where the TCB is in
+// the signed report itself; a TDX quote's TCB status comes from collateral files and the
+// clock, which can differ between nodes, so it is not provable (see provable).
 var ProvableClasses = []verify.Class{
 	verify.ClassMeasurementNotAllowed, verify.ClassDebugEnabled, verify.ClassTCBTooLow,
 }
@@ -123,13 +125,22 @@ func (c *Checker) checkAttestation(b *verify.Bundle) error {
 	if err == nil {
 		return fmt.Errorf("%w: the bundle verifies", ErrBadEvidence)
 	}
-	if cl := verify.ClassOf(err); !slices.Contains(ProvableClasses, cl) {
-		return fmt.Errorf("%w: bundle failure %q is not provable: %v", ErrBadEvidence, cl, err)
+	if cl := verify.ClassOf(err); !provable(b.Kind, cl) {
+		return fmt.Errorf("%w: bundle failure %q is not provable for %s evidence: %v", ErrBadEvidence, cl, b.Kind, err)
 	}
 	if gerr := c.verify(b, relaxed(c.Policy)); gerr != nil {
 		return fmt.Errorf("%w: bundle fails with %q but is not a genuine report bound to %s: %v", ErrBadEvidence, verify.ClassOf(err), b.PeerID, gerr)
 	}
 	return nil
+}
+
+// provable says whether a failure of class cl of evidence of the given kind is the same for
+// every verifier.
+func provable(kind verify.Kind, cl verify.Class) bool {
+	if cl == verify.ClassTCBTooLow && kind != verify.KindSEVSNP {
+		return false
+	}
+	return slices.Contains(ProvableClasses, cl)
 }
 
 // verify runs verify.Verify deterministically: the bundle's own epoch is the current one
