@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,12 +32,33 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.pub, m.recv, m.bootstrapFail} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering p2p metrics: %w", err)
-		}
+	var err error
+	if m.pub, err = register(reg, m.pub); err != nil {
+		return nil, err
+	}
+	if m.recv, err = register(reg, m.recv); err != nil {
+		return nil, err
+	}
+	if m.bootstrapFail, err = register(reg, m.bootstrapFail); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c, or returns the collector already registered under its
+// name, so that several hosts in one process may share a registry (their counts add up).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("registering p2p metrics: %w", err)
+	}
+	return c, nil
 }
 
 func (m *metrics) published(kind string) { m.pub.WithLabelValues(kind).Inc() }
