@@ -2,6 +2,9 @@ package p2p
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +107,6 @@ func (h *Host) findOnce() (found, connected int) {
 	}
 	var (
 		mu  sync.Mutex
-		n   int
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, dialParallel)
 	)
@@ -119,14 +121,30 @@ func (h *Host) findOnce() (found, connected int) {
 			defer func() { <-sem; wg.Done() }()
 			if h.h.Connect(ctx, ai) == nil {
 				mu.Lock()
-				n++
+				connected++
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	h.log.Debug("rendezvous lookup", "found", found, "connected", n, "took", time.Since(t0))
-	return found, n
+	h.log.Debug("rendezvous lookup", "found", found, "connected", connected, "took", time.Since(t0))
+	return found, connected
+}
+
+// LookupRendezvous asks the DHT which peers advertised the run's rendezvous
+// string, without connecting to them. It returns what it found when ctx ends.
+// The result is sorted by ID and may include the host itself.
+func (h *Host) LookupRendezvous(ctx context.Context) ([]peer.AddrInfo, error) {
+	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
+	if err != nil {
+		return nil, fmt.Errorf("rendezvous lookup: %w", err)
+	}
+	var out []peer.AddrInfo
+	for ai := range ch {
+		out = append(out, ai)
+	}
+	slices.SortFunc(out, func(a, b peer.AddrInfo) int { return strings.Compare(string(a.ID), string(b.ID)) })
+	return out, nil
 }
 
 // wantPeer reports whether a found peer is worth dialing.

@@ -91,6 +91,12 @@ func TestSwarmFindsEveryoneAndGossips(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
+	// Every host advertised itself under the rendezvous string.
+	if err := p2ptest.Poll(ctx, "every host in the rendezvous", 50*time.Millisecond, func() bool {
+		return advertised(ctx, s.Hosts[5], all...)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	from := s.Hosts[3]
 	subs := subscribeAll(t, ctx, p2p.KindRecords, from, all)
 	data := []byte("one record for everyone")
@@ -167,4 +173,24 @@ func TestSwarmSurvivesBootstrapLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectAll(t, ctx, subs, data)
+}
+
+// advertised reports whether a rendezvous lookup from h finds every one of hosts.
+func advertised(ctx context.Context, h *p2p.Host, hosts ...*p2p.Host) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	found, err := h.LookupRendezvous(ctx)
+	if err != nil {
+		return false
+	}
+	ids := map[peer.ID]bool{}
+	for _, ai := range found {
+		ids[ai.ID] = true
+	}
+	for _, o := range hosts {
+		if !ids[o.ID()] {
+			return false
+		}
+	}
+	return true
 }
