@@ -157,6 +157,13 @@ func (h *Host) Peers() []PeerInfo {
 	return out
 }
 
+// ConnectedPeers lists the IDs of the connected peers, sorted: a cheaper Peers.
+func (h *Host) ConnectedPeers() []peer.ID {
+	ids := h.h.Network().Peers()
+	slices.Sort(ids)
+	return ids
+}
+
 // RoutingTableSize is the number of peers in the DHT routing table.
 func (h *Host) RoutingTableSize() int { return h.dht.RoutingTable().Size() }
 

@@ -110,11 +110,7 @@ func (s *Swarm) Close() error {
 // Known is what a host has found of the network: its connected peers and its
 // routing table, sorted and without duplicates.
 func Known(h *p2p.Host) []peer.ID {
-	var ids []peer.ID
-	for _, p := range h.Peers() {
-		ids = append(ids, p.ID)
-	}
-	ids = append(ids, h.RoutingTable()...)
+	ids := append(h.ConnectedPeers(), h.RoutingTable()...)
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
