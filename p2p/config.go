@@ -16,7 +16,7 @@ import (
 const (
 	DHTServer = "server" // always answer DHT queries (bootstrap and local profiles)
 	DHTClient = "client" // never answer
-	DHTAuto   = "auto"   // answer once AutoNAT says the host is publicly reachable
+	DHTAuto   = "auto"   // answer unless AutoNAT finds the host unreachable (kad-dht's auto-server mode)
 )
 
 // Config is everything New needs. The zero values of the optional fields pick defaults.

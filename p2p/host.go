@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 }
 
 func (h *Host) start() error {
-	mode := map[string]dht.ModeOpt{DHTServer: dht.ModeServer, DHTClient: dht.ModeClient, DHTAuto: dht.ModeAuto}[h.cfg.DHTMode]
+	mode := map[string]dht.ModeOpt{DHTServer: dht.ModeServer, DHTClient: dht.ModeClient, DHTAuto: dht.ModeAutoServer}[h.cfg.DHTMode]
 	d, err := dht.New(h.ctx, h.h, dht.ProtocolPrefix(DHTPrefix(h.cfg.Network)), dht.Mode(mode))
 	if err != nil {
 		return fmt.Errorf("starting DHT: %w", err)

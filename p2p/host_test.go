@@ -279,3 +279,31 @@ func freePort(t *testing.T) string {
 	}
 	return port
 }
+
+func TestDHTModes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, mode := range []string{p2p.DHTClient, p2p.DHTAuto} {
+		s, err := p2ptest.Start(ctx, 1, func(i int, c *p2p.Config) {
+			if i == 0 {
+				c.DHTMode = mode
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		boot, h := s.Boot, s.Hosts[0]
+		// A client joins the bootstrap's table only if it serves the DHT: in
+		// client mode it never does; auto starts as a server on loopback.
+		err = p2ptest.Poll(ctx, "tables", 10*time.Millisecond, func() bool {
+			return h.RoutingTableSize() == 1 && (mode == p2p.DHTClient || boot.RoutingTableSize() == 1)
+		})
+		if err == nil && mode == p2p.DHTClient && boot.RoutingTableSize() != 0 {
+			err = errors.New("bootstrap holds a DHT client in its table")
+		}
+		_ = s.Close()
+		if err != nil {
+			t.Fatalf("%s mode: %v", mode, err)
+		}
+	}
+}
