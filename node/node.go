@@ -133,7 +133,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		ConnLow:           c.P2P.ConnLow,
 		ConnHigh:          c.P2P.ConnHigh,
 		ColocationPenalty: c.P2P.ColocationPenalty,
-		Topics:            []string{"shards", "records", "evidence", "attest"},
+		Topics:            p2p.Kinds,
 		PeerExchange:      n.role == configs.RoleBootstrap,
 		AppScore:          appScore,
 		Logger:            n.log,
