@@ -27,6 +27,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideVersion:          true,
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // runMain prints errors
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("unknown command %q (see lowband --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
 		Commands: []*cli.Command{
 			initCommand(),
 			runCommand(),

@@ -84,6 +84,8 @@ func TestCLIBadInput(t *testing.T) {
 	home := initHome(t, "local")
 	missing := filepath.Join(t.TempDir(), "nothing-here")
 
+	wantError(t, "unknown command", "frobnicate")
+	wantError(t, "flag provided but not defined", "run", "--bogus")
 	wantError(t, "refusing to overwrite", "init", "--home", home)
 	wantError(t, "unknown profile", "init", "--home", missing, "--profile", "cloud")
 	wantError(t, "lowband init --home", "run", "--home", missing)
