@@ -47,6 +47,10 @@ type TrainOptions struct {
 	InnerLR, MinLR, Clip, WeightDecay float64
 	Warmup                            int
 	OuterLR, Momentum                 float64
+	// CompressOuterLR and CompressMomentum are the outer settings of the two compressed
+	// modes (zero: OuterLR and Momentum). Low-rank updates with error feedback, and even more
+	// so with the one-step delay, are unstable under the dense defaults (0.7, 0.9).
+	CompressOuterLR, CompressMomentum float64
 
 	Compress  compress.Config
 	Aggregate aggregate.Config
@@ -64,7 +68,7 @@ func DefaultTrainOptions(task string) TrainOptions {
 		Task: task, Workers: 8, Rounds: 12, H: 25, Batch: 32, Seed: 1,
 		Context: 16, Embed: 64, Hidden: []int{768, 768},
 		InnerLR: 2e-3, MinLR: 2e-4, Clip: 1, WeightDecay: 0.01, Warmup: 25,
-		OuterLR: 0.7, Momentum: 0.9,
+		OuterLR: 0.7, Momentum: 0.9, CompressOuterLR: 0.35, CompressMomentum: 0.5,
 		Compress:    compress.Config{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, DenseBits: 4, Seed: 1},
 		Aggregate:   aggregate.Config{Method: "mean"},
 		EvalSamples: 4096,

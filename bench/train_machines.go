@@ -20,12 +20,15 @@ import (
 // round machines, the bytes sent by all workers, and whether all workers agree.
 func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) ([]training.Tensor, time.Duration, int64, bool, error) {
 	W := opt.Workers
+	if opt.CompressOuterLR == 0 {
+		opt.CompressOuterLR, opt.CompressMomentum = opt.OuterLR, opt.Momentum
+	}
 	ms := make([]*round.Machine, W)
 	starts := make([][]training.Tensor, W)
 	for w := range ms {
 		cc := opt.Compress
 		cc.Seed = opt.Compress.Seed + uint64(w)
-		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.OuterLR, Momentum: opt.Momentum, Compress: cc, Aggregate: opt.Aggregate}, round.State{Params: theta0})
+		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, Compress: cc, Aggregate: opt.Aggregate}, round.State{Params: theta0})
 		if err != nil {
 			return nil, 0, 0, false, err
 		}

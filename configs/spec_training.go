@@ -81,12 +81,12 @@ type AggregationSpec struct {
 }
 
 // DefaultTrainingSpec is the recipe of the default network: the character-level language
-// model (about 1.1M parameters) with the settings measured by `lowband bench train`.
+// model (about 1.45M parameters) with the settings measured by `lowband bench train`.
 func DefaultTrainingSpec() TrainingSpec {
 	return TrainingSpec{
-		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{512, 512, 512},
-		BatchSize: 32, InnerSteps: 20,
-		Inner:       InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 20, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
+		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{768, 768},
+		BatchSize: 32, InnerSteps: 25,
+		Inner:       InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
 		Outer:       OuterOptSpec{LR: 0.7, Momentum: 0.9},
 		Compression: CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4},
 		Aggregation: AggregationSpec{Method: "mean"},

@@ -30,6 +30,8 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "inner-lr", Value: d.InnerLR, Usage: "peak AdamW learning rate"},
 			&cli.Float64Flag{Name: "outer-lr", Value: d.OuterLR, Usage: "Nesterov outer learning rate"},
 			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum"},
+			&cli.Float64Flag{Name: "compress-outer-lr", Value: d.CompressOuterLR, Usage: "outer learning rate of the compressed modes"},
+			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "eval", Usage: "held-out samples to evaluate (0: task default)"},
@@ -55,6 +57,7 @@ func runBenchTrain(c *cli.Context) error {
 	}
 	o.Corpus, o.FMNISTDir = c.String("corpus"), c.String("fmnist-dir")
 	o.InnerLR, o.OuterLR, o.Momentum = c.Float64("inner-lr"), c.Float64("outer-lr"), c.Float64("momentum")
+	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
 	o.Modes = strings.Split(c.String("modes"), ",")
 	logw := c.App.ErrWriter
