@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Content-check failures returned by CheckShard and Message.Check (wrapped with detail; test
@@ -33,7 +34,7 @@ func (m *Message) Check(shapes map[string][]int, maxNorm float64) error {
 	for i := range m.pieces {
 		p := &m.pieces[i]
 		want, ok := shapes[p.Name]
-		if !ok || !sameShape(want, p.Shape) {
+		if !ok || !slices.Equal(want, p.Shape) {
 			return fmt.Errorf("%w: tensor %q with shape %v", ErrShape, p.Name, p.Shape)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrInput is returned (wrapped) by Encode for unusable tensors: empty or duplicate names,
@@ -84,7 +85,7 @@ func (e *Encoder) check(ts []Tensor) error {
 			return fmt.Errorf("%w: %q shape %v with %d values", ErrInput, t.Name, t.Shape, len(t.Data))
 		}
 		st := e.state[t.Name]
-		if st != nil && !sameShape(st.shape, t.Shape) {
+		if st != nil && !slices.Equal(st.shape, t.Shape) {
 			return fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
 		}
 		for i, v := range t.Data {

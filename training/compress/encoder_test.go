@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -42,7 +43,7 @@ func TestFullRankNoQuantExact(t *testing.T) {
 	e := mustEncoder(t, Config{RankMin: 16, RankMax: 16, MinLowRank: 64, NoQuant: true})
 	got := mustDecode(t, mustEncode(t, e, ts))
 	for i := range ts {
-		if got[i].Name != ts[i].Name || !sameShape(got[i].Shape, ts[i].Shape) {
+		if got[i].Name != ts[i].Name || !slices.Equal(got[i].Shape, ts[i].Shape) {
 			t.Fatalf("tensor %d: got %s %v", i, got[i].Name, got[i].Shape)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Tensor is a named dense tensor in row-major order. 2-D tensors with at least
@@ -48,7 +49,7 @@ func (m *Message) Decode() ([]Tensor, error) {
 			k = len(out)
 			index[p.Name] = k
 			out = append(out, Tensor{Name: p.Name, Shape: append([]int(nil), p.Shape...), Data: make([]float64, numel(p.Shape))})
-		} else if !sameShape(out[k].Shape, p.Shape) {
+		} else if !slices.Equal(out[k].Shape, p.Shape) {
 			return nil, fmt.Errorf("%w: tensor %q pieces disagree on shape", ErrMalformed, p.Name)
 		}
 		lo, hi := p.span()
@@ -148,16 +149,4 @@ func numel(shape []int) int {
 		n *= d
 	}
 	return n
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

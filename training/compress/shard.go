@@ -181,7 +181,7 @@ func Join(parts []*Message) (*Message, error) {
 
 // mergeable reports whether b continues a with the same encoding and block alignment.
 func mergeable(a, b piece, block int) bool {
-	return a.Name == b.Name && sameShape(a.Shape, b.Shape) && a.Rank == b.Rank && a.Bits == b.Bits &&
+	return a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && a.Rank == b.Rank && a.Bits == b.Bits &&
 		a.Hi == b.Lo && (a.Hi-a.Lo)%block == 0 &&
 		bytes.Equal(a.QCodes, b.QCodes) && bytes.Equal(a.QScales, b.QScales)
 }
