@@ -33,7 +33,19 @@
 // A Shard is one signed piece of a compressed pseudo-gradient. SignShard fills the payload's
 // content ID (CIDv1, raw, sha2-256) and signs a domain tag plus the header's canonical
 // encoding, which names network, run, round, peer, index and the signer's bundle hash.
-// CheckShardSignature checks it against the ephemeral key of a verified bundle.
+// CheckShardSignature checks it against the ephemeral key of a verified bundle;
+// CheckShardSignatures and CheckHeaderSignatures check many at once.
+//
+// Shard signatures are Ed25519 verified under the ZIP-215 rules (curve25519-voi's
+// VerifyOptionsZIP_215): the cofactored equation, small-order and non-canonical encodings of
+// the key and R accepted, S required below the group order. Every node must reach the same
+// verdict on every signature, because gossip acceptance and slashing evidence depend on it,
+// and Ed25519 implementations differ on exactly these edge cases. ZIP-215 pins one answer,
+// and it is the rule under which batch verification agrees with single verification: a
+// batch check returns, item for item, what the single checks return (a failed batch falls
+// back to single checks). Every signature crypto/ed25519 accepts is accepted; a few it
+// refuses (a torsion component in R, a non-canonical R) are accepted too. Signing stays
+// standard Ed25519.
 //
 // # Usage
 //

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
 // ShardVersion is the shard envelope format this package reads and writes.
@@ -141,19 +142,38 @@ func UnmarshalShard(data []byte, maxPayload int) (*Shard, error) {
 
 // CheckHeaderSignature checks sig over a shard header by attestedKey, without the payload.
 // Evidence that carries only headers (two headers signed for the same peer, round and
-// index) is checked with it.
+// index) is checked with it. The signature rule is ZIP-215 (see the package doc): the same
+// rule CheckHeaderSignatures applies in batches.
 func CheckHeaderSignature(h *ShardHeader, sig []byte, attestedKey ed25519.PublicKey) error {
-	if len(attestedKey) != ed25519.PublicKeySize {
-		return errorf(ClassMalformed, nil, "attested key is %d bytes", len(attestedKey))
-	}
-	if len(sig) != ed25519.SignatureSize {
-		return errorf(ClassMalformed, nil, "signature is %d bytes", len(sig))
-	}
-	msg, err := h.SigningBytes()
+	msg, err := headerMessage(h, sig, attestedKey)
 	if err != nil {
 		return err
 	}
-	if !ed25519.Verify(attestedKey, msg, sig) {
+	return checkSig(attestedKey, msg, sig)
+}
+
+// headerMessage checks the sizes of a header, signature and key and returns the signed
+// bytes. Single and batch checks both start with it.
+func headerMessage(h *ShardHeader, sig []byte, attestedKey ed25519.PublicKey) ([]byte, error) {
+	if h == nil {
+		return nil, errorf(ClassMalformed, nil, "no shard header")
+	}
+	if len(attestedKey) != ed25519.PublicKeySize {
+		return nil, errorf(ClassMalformed, nil, "attested key is %d bytes", len(attestedKey))
+	}
+	if len(sig) != ed25519.SignatureSize {
+		return nil, errorf(ClassMalformed, nil, "signature is %d bytes", len(sig))
+	}
+	return h.SigningBytes()
+}
+
+// zip215 is the one verification rule of shard signatures, for single and batch checks.
+var zip215 = &voi.Options{Verify: voi.VerifyOptionsZIP_215}
+
+// checkSig is the single check of one shard signature under ZIP-215. The key and signature
+// sizes are already checked (headerMessage).
+func checkSig(key ed25519.PublicKey, msg, sig []byte) error {
+	if !voi.VerifyWithOptions(voi.PublicKey(key), msg, sig, zip215) {
 		return errorf(ClassBadSignature, nil, "shard signature does not verify with the attested key")
 	}
 	return nil
@@ -163,9 +183,17 @@ func CheckHeaderSignature(h *ShardHeader, sig []byte, attestedKey ed25519.Public
 // ephemeral key of the bundle its header names) and that the payload matches the signed
 // content ID. A payload mismatch is class bad_signature wrapping ErrPayloadMismatch.
 func CheckShardSignature(s *Shard, attestedKey ed25519.PublicKey) error {
+	if s == nil {
+		return errorf(ClassMalformed, nil, "no shard")
+	}
 	if err := CheckHeaderSignature(&s.Header, s.Sig, attestedKey); err != nil {
 		return err
 	}
+	return checkPayload(s)
+}
+
+// checkPayload checks that the payload is the one whose content ID the header signs.
+func checkPayload(s *Shard) error {
 	if !bytes.Equal(PayloadCID(s.Payload), s.Header.PayloadCID) {
 		return &Error{Class: ClassBadSignature, Detail: "shard payload", Err: ErrPayloadMismatch}
 	}
