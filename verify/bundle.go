@@ -136,6 +136,8 @@ func (b *Bundle) check() error {
 		return errorf(ClassMalformed, nil, "%d endorsements, limit %d", len(b.Endorsements), MaxEndorsements)
 	case len(b.EphemeralKey) != EphemeralKeySize:
 		return errorf(ClassMalformed, nil, "ephemeral key is %d bytes, want %d", len(b.EphemeralKey), EphemeralKeySize)
+	case !strongKey(b.EphemeralKey):
+		return errorf(ClassMalformed, nil, "ephemeral key is not a canonical Ed25519 point of large order")
 	case b.PeerID == "" || len(b.PeerID) > MaxIDLen:
 		return errorf(ClassMalformed, nil, "peer ID must be 1-%d bytes", MaxIDLen)
 	case b.Network == "" || len(b.Network) > MaxIDLen:

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
@@ -95,11 +96,12 @@ func reorderedMap(t *testing.T, m map[int]any) []byte {
 
 func FuzzUnmarshalBundle(f *testing.F) {
 	root := testKey(1)
+	eph := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
 	for _, b := range []*Bundle{
 		mustSimBundle(f, root, 1),
 		{Version: 1, Kind: KindSEVSNP, Evidence: sevdata.AttestationBytes, Endorsements: [][]byte{sevdata.VcekBytes},
-			EphemeralKey: make([]byte, 32), PeerID: "p", Network: "n", Run: "r"},
-		{Version: 1, Kind: KindTDX, Evidence: tdxdata.RawQuote, EphemeralKey: make([]byte, 32), PeerID: "p", Network: "n", Run: "r"},
+			EphemeralKey: eph, PeerID: "p", Network: "n", Run: "r"},
+		{Version: 1, Kind: KindTDX, Evidence: tdxdata.RawQuote, EphemeralKey: eph, PeerID: "p", Network: "n", Run: "r"},
 	} {
 		enc, err := b.Marshal()
 		if err != nil {
@@ -130,7 +132,7 @@ func FuzzUnmarshalBundle(f *testing.F) {
 }
 
 func mustSimBundle(f *testing.F, root []byte, epoch uint64) *Bundle {
-	b, err := NewSimBundle(root, simMeasurement(), "n", "r", "p", epoch, make([]byte, 32))
+	b, err := NewSimBundle(root, simMeasurement(), "n", "r", "p", epoch, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey))
 	if err != nil {
 		f.Fatal(err)
 	}
