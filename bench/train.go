@@ -143,11 +143,16 @@ type ModeResult struct {
 	BytesTotal float64 `json:"bytes_total"`
 	// CompressionRatio is dense fp32 pseudo-gradient bytes over BytesPerRound.
 	CompressionRatio float64 `json:"compression_ratio"`
-	// CompressShare is the share of the mode's CPU time spent in encoding, decoding,
-	// aggregation and the outer step (the codec and the round machines of all workers).
+	// CompressShare is the share of the mode's CPU time spent compressing and decoding, all
+	// workers together: encoding pseudo-gradients and cutting them into shards; parsing and
+	// joining received shards and reconstructing every contribution's dense parameter vector
+	// (including its own). 0 for the dense modes.
 	CompressShare float64 `json:"compress_share"`
-	TokensPerS    float64 `json:"tokens_per_s"`
-	Seconds       float64 `json:"seconds"`
+	// AggregateShare is the share of the mode's CPU time spent combining the contributions
+	// and in the outer step (dense diloco: also forming the pseudo-gradients).
+	AggregateShare float64 `json:"aggregate_share"`
+	TokensPerS     float64 `json:"tokens_per_s"`
+	Seconds        float64 `json:"seconds"`
 	// Agree is true when every simulated node ended with byte-identical parameters.
 	Agree bool `json:"nodes_agree"`
 }
@@ -302,13 +307,13 @@ func evalIndex(total, n int, seed uint64) []int {
 // WriteTable prints r as a readable table.
 func (r *TrainResult) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "task %s: %d workers, %d rounds of H=%d, batch %d, %d parameters\n", r.Task, r.Workers, r.Rounds, r.H, r.Batch, r.Params)
-	fmt.Fprintf(w, "%-23s %9s %8s %14s %10s %9s %10s %6s\n", "mode", "eval_loss", "eval_acc", "bytes/round", "ratio", "codec%", "tokens/s", "agree")
+	fmt.Fprintf(w, "%-23s %9s %8s %14s %10s %9s %8s %10s %6s\n", "mode", "eval_loss", "eval_acc", "bytes/round", "ratio", "compress%", "agg%", "tokens/s", "agree")
 	for _, m := range r.Modes {
 		acc := "-"
 		if m.EvalAcc != nil {
 			acc = fmt.Sprintf("%.4f", *m.EvalAcc)
 		}
-		if _, err := fmt.Fprintf(w, "%-23s %9.4f %8s %14.0f %9.1fx %8.2f%% %10.0f %6v\n", m.Name, m.EvalLoss, acc, m.BytesPerRound, m.CompressionRatio, 100*m.CompressShare, m.TokensPerS, m.Agree); err != nil {
+		if _, err := fmt.Fprintf(w, "%-23s %9.4f %8s %14.0f %9.1fx %8.2f%% %7.2f%% %10.0f %6v\n", m.Name, m.EvalLoss, acc, m.BytesPerRound, m.CompressionRatio, 100*m.CompressShare, 100*m.AggregateShare, m.TokensPerS, m.Agree); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/lowband/lowband/training"
@@ -16,59 +17,96 @@ import (
 // runMachines runs DiLoCo through one round.Machine per worker, exchanging the real shard
 // bytes: each worker decodes every other worker's shards (in a shuffled order of senders),
 // so the check that all workers end with byte-identical parameters also checks that
-// arrival order does not matter. It returns the final θ, the time in the codec and the
-// round machines, the bytes sent by all workers, and whether all workers agree.
-func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) ([]training.Tensor, time.Duration, int64, bool, error) {
+// arrival order does not matter. It returns the final θ, the CPU time of the machines'
+// phases (summed over workers), the bytes sent by all workers, and whether all workers agree.
+func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) ([]training.Tensor, phaseTimes, int64, bool, error) {
 	W := opt.Workers
 	if opt.CompressOuterLR == 0 {
 		opt.CompressOuterLR, opt.CompressMomentum = opt.OuterLR, opt.Momentum
 	}
 	ms := make([]*round.Machine, W)
+	meters := make([]*phaseMeter, W)
 	starts := make([][]training.Tensor, W)
 	for w := range ms {
+		meters[w] = &phaseMeter{}
 		cc := opt.Compress
 		cc.Seed = opt.Compress.Seed + uint64(w)
-		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, Compress: cc, Aggregate: opt.Aggregate}, round.State{Params: theta0})
+		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}, round.State{Params: theta0})
 		if err != nil {
-			return nil, 0, 0, false, err
+			return nil, phaseTimes{}, 0, false, err
 		}
 		s, err := m.Start()
 		if err != nil {
-			return nil, 0, 0, false, err
+			return nil, phaseTimes{}, 0, false, err
 		}
 		ms[w], starts[w] = m, s.Params
 	}
-	sim := &simNet{ms: ms, starts: starts, agree: true}
+	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true}
 	for r := 0; r < opt.Rounds; r++ {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, 0, false, err
+			return nil, phaseTimes{}, 0, false, err
 		}
 		locals, err := localPhase(opt, ws, sim.starts)
 		if err != nil {
-			return nil, 0, 0, false, err
+			return nil, phaseTimes{}, 0, false, err
 		}
-		t0 := cpuTime()
 		if err := sim.round(uint64(r), locals); err != nil {
-			return nil, 0, 0, false, err
+			return nil, phaseTimes{}, 0, false, err
 		}
-		sim.codec += cpuTime() - t0
 	}
-	t0 := cpuTime()
 	for _, m := range ms {
 		m.Finish()
 	}
-	if err := sim.closeAll(); err != nil {
-		return nil, 0, 0, false, err
+	if err := sim.closeDue(); err != nil {
+		return nil, phaseTimes{}, 0, false, err
 	}
-	sim.codec += cpuTime() - t0
-	return sim.final, sim.codec, sim.sent, sim.agree, nil
+	var pt phaseTimes
+	for _, m := range meters {
+		pt.add(m.spent)
+	}
+	return sim.final, pt, sim.sent, sim.agree, nil
+}
+
+// phaseTimes is CPU time per round.Phase.
+type phaseTimes [4]time.Duration
+
+func (p *phaseTimes) add(q phaseTimes) {
+	for i := range p {
+		p[i] += q[i]
+	}
+}
+
+// codec is the time spent compressing and decoding.
+func (p phaseTimes) codec() time.Duration {
+	return p[round.PhaseEncode] + p[round.PhaseDecode]
+}
+
+// combine is the time spent aggregating and in the outer step.
+func (p phaseTimes) combine() time.Duration {
+	return p[round.PhaseAggregate] + p[round.PhaseOuter]
+}
+
+// phaseMeter is one worker's round.Meter: the CPU time of the calling OS thread, which the
+// caller locks (runtime.LockOSThread) around the Machine's methods. CPU time of the
+// runtime's own threads (the garbage collector's background work) is in no phase.
+type phaseMeter struct {
+	t0    time.Duration
+	spent phaseTimes
+}
+
+func (m *phaseMeter) Begin(round.Phase) { m.t0 = threadCPU() }
+func (m *phaseMeter) End(p round.Phase) { m.spent[p] += threadCPU() - m.t0 }
+func (m *phaseMeter) time(p round.Phase, fn func() error) error {
+	m.Begin(p)
+	defer m.End(p)
+	return fn()
 }
 
 // simNet moves shards between the simulated workers' machines.
 type simNet struct {
 	ms     []*round.Machine
+	meters []*phaseMeter
 	starts [][]training.Tensor
-	codec  time.Duration
 	sent   int64
 	final  []training.Tensor
 	agree  bool
@@ -79,6 +117,8 @@ func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
 	shards := make([][]compress.Shard, W)
 	readies := make([]round.Ready, W)
 	err := parallel(W, 2, func(w int) error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		rd, err := s.ms[w].LocalDone(r, locals[w])
 		readies[w] = rd
 		if err == nil {
@@ -104,21 +144,29 @@ func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
 }
 
 // deliver hands every other worker's round-r shards to worker w, senders in random order.
+// Parsing and joining the shards counts as decoding.
 func (s *simNet) deliver(r uint64, w int, shards [][]compress.Shard) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	order := rand.New(rand.NewPCG(uint64(w), r)).Perm(len(shards))
 	for _, v := range order {
 		if v == w {
 			continue
 		}
-		parts := make([]*compress.Message, len(shards[v]))
-		for i, sh := range shards[v] {
-			p, err := compress.DecodeShard(sh.Data, compress.DefaultLimits)
-			if err != nil {
-				return fmt.Errorf("worker %d decoding a shard of %d: %w", w, v, err)
+		var msg *compress.Message
+		err := s.meters[w].time(round.PhaseDecode, func() error {
+			parts := make([]*compress.Message, len(shards[v]))
+			for i, sh := range shards[v] {
+				p, err := compress.DecodeShard(sh.Data, compress.DefaultLimits)
+				if err != nil {
+					return fmt.Errorf("worker %d decoding a shard of %d: %w", w, v, err)
+				}
+				parts[i] = p
 			}
-			parts[i] = p
-		}
-		msg, err := compress.Join(parts)
+			var err error
+			msg, err = compress.Join(parts)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -134,6 +182,8 @@ func (s *simNet) closeDue() error {
 	W := len(s.ms)
 	closed := make([][]training.Tensor, W)
 	err := parallel(W, 2, func(w int) error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		for {
 			next, ok := s.ms[w].Closable()
 			if !ok {
@@ -164,8 +214,6 @@ func (s *simNet) closeDue() error {
 	}
 	return nil
 }
-
-func (s *simNet) closeAll() error { return s.closeDue() }
 
 // tensorBytes is the exact bit pattern of the tensors' values.
 func tensorBytes(ts []training.Tensor) []byte {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/round"
 )
 
 // workers holds the simulated nodes' models, inner loops and data.
@@ -69,13 +70,13 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 	mr := &ModeResult{Name: name, Agree: true}
 	start, cpu0 := time.Now(), cpuTime()
 	var final []training.Tensor
-	var codec time.Duration
+	var pt phaseTimes
 	switch name {
 	case ModeAllReduce:
 		final, err = runAllReduce(ctx, opt, ws)
 		mr.BytesPerRound = dense * float64(opt.H)
 	case ModeDiLoCo:
-		final, codec, err = runDiLoCo(ctx, opt, ws, theta0)
+		final, pt[round.PhaseAggregate], err = runDiLoCo(ctx, opt, ws, theta0)
 		mr.BytesPerRound = dense
 	case ModeCompress, ModeCompressDelay:
 		delay := 0
@@ -83,7 +84,7 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 			delay = 1
 		}
 		var sent int64
-		final, codec, sent, mr.Agree, err = runMachines(ctx, opt, ws, theta0, delay)
+		final, pt, sent, mr.Agree, err = runMachines(ctx, opt, ws, theta0, delay)
 		mr.BytesPerRound = float64(sent) / float64(opt.Workers*opt.Rounds)
 	default:
 		return nil, fmt.Errorf("unknown mode %q (want one of %v)", name, TrainModes)
@@ -95,7 +96,8 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 	mr.Seconds = wall.Seconds()
 	mr.BytesTotal = mr.BytesPerRound * float64(opt.Workers*opt.Rounds)
 	mr.CompressionRatio = dense / mr.BytesPerRound
-	mr.CompressShare = codec.Seconds() / cpu.Seconds()
+	mr.CompressShare = pt.codec().Seconds() / cpu.Seconds()
+	mr.AggregateShare = pt.combine().Seconds() / cpu.Seconds()
 	mr.TokensPerS = float64(opt.Workers*opt.Rounds*opt.H*opt.Batch) / wall.Seconds()
 	loss, acc, err := evaluate(ws.models[0], final, tk.eval)
 	if err != nil {
@@ -191,7 +193,9 @@ func localPhase(opt TrainOptions, ws *workers, starts [][]training.Tensor) ([][]
 	return out, err
 }
 
-// runDiLoCo is DiLoCo with dense pseudo-gradients averaged in worker order.
+// runDiLoCo is DiLoCo with dense pseudo-gradients averaged in worker order. It returns the
+// final θ and the CPU time spent forming and averaging the pseudo-gradients and in the outer
+// step.
 func runDiLoCo(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor) ([]training.Tensor, time.Duration, error) {
 	theta := training.Flatten(theta0)
 	outer := &training.Nesterov{LR: opt.OuterLR, Momentum: opt.Momentum}

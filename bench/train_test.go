@@ -25,6 +25,12 @@ func TestRunTrainTiny(t *testing.T) {
 		if !(m.EvalLoss > 0) || !m.Agree || !(m.BytesPerRound > 0) {
 			t.Errorf("%s: %+v", m.Name, m)
 		}
+		if m.CompressShare < 0 || m.AggregateShare < 0 || m.CompressShare+m.AggregateShare > 1 {
+			t.Errorf("%s: shares %v + %v", m.Name, m.CompressShare, m.AggregateShare)
+		}
+		if (m.Name == ModeAllReduce || m.Name == ModeDiLoCo) && m.CompressShare != 0 {
+			t.Errorf("%s: dense mode with compress share %v", m.Name, m.CompressShare)
+		}
 		if (m.Name == ModeCompress || m.Name == ModeCompressDelay) && !(m.CompressionRatio > 1) {
 			t.Errorf("%s: compression ratio %v", m.Name, m.CompressionRatio)
 		}

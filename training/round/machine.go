@@ -106,13 +106,15 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 	for i, t := range delta {
 		ts[i] = compress.Tensor(t)
 	}
+	m.begin(PhaseEncode)
 	msg, err := m.enc.Encode(ts)
+	var shards []compress.Shard
+	if err == nil {
+		shards, err = msg.Shards()
+	}
+	m.end(PhaseEncode)
 	if err != nil {
 		return Ready{}, fmt.Errorf("round: compressing round %d: %w", r, err)
-	}
-	shards, err := msg.Shards()
-	if err != nil {
-		return Ready{}, fmt.Errorf("round: sharding round %d: %w", r, err)
 	}
 	m.store(Contribution{Round: r, Peer: m.cfg.Self, Weight: m.cfg.Weight, Msg: msg})
 	m.nextLocal, m.started, m.base = r+1, false, nil
@@ -193,7 +195,9 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 	var included, rejected []string
 	for _, id := range ids {
 		c := m.contrib[r][id]
+		m.begin(PhaseDecode)
 		vec, err := m.flatten(c.Msg)
+		m.end(PhaseDecode)
 		if err != nil {
 			rejected = append(rejected, id)
 			continue
@@ -202,11 +206,16 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 		in = append(in, aggregate.Input{ID: id, Weight: c.Weight, Vec: vec})
 	}
 	if len(in) > 0 {
+		m.begin(PhaseAggregate)
 		g, err := aggregate.Aggregate(m.cfg.Aggregate, in)
+		m.end(PhaseAggregate)
 		if err != nil {
 			return Ready{}, fmt.Errorf("round: aggregating round %d: %w", r, err)
 		}
-		if err := m.outer.Step(m.theta, g); err != nil {
+		m.begin(PhaseOuter)
+		err = m.outer.Step(m.theta, g)
+		m.end(PhaseOuter)
+		if err != nil {
 			return Ready{}, fmt.Errorf("round: outer step of round %d: %w", r, err)
 		}
 	}

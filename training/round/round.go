@@ -39,6 +39,9 @@ type Config struct {
 	MaxNorm   float64
 	Compress  compress.Config
 	Aggregate aggregate.Config
+	// Meter, if not nil, is told when the encode, decode, aggregate and outer phases begin
+	// and end.
+	Meter Meter
 }
 
 // State is what a Machine restarts from: the global parameters after closing Round-1 (so
