@@ -2,6 +2,7 @@ package compress
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"testing"
 )
@@ -36,6 +37,14 @@ func FuzzDecodeShard(f *testing.F) {
 		shapes := map[string][]int{}
 		for _, tt := range ts {
 			shapes[tt.Name] = tt.Shape
+		}
+		if err == nil {
+			into := zeroLike(ts, 0)
+			if derr := m.DecodeInto(into); derr == nil && !sameBits(into, ts) {
+				t.Fatal("DecodeInto and Decode disagree")
+			} else if derr != nil && !errors.Is(derr, ErrMalformed) {
+				t.Fatalf("DecodeInto failed where Decode did not: %v", derr)
+			}
 		}
 		if cerr := m.Check(shapes, math.Inf(1)); (err == nil) != (cerr == nil) && len(shapes) == len(m.pieces) {
 			t.Fatalf("Decode and Check disagree: %v / %v", err, cerr)

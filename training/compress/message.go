@@ -3,7 +3,6 @@ package compress
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -86,7 +85,7 @@ func (p *piece) reconstruct(dst []float64, block int) error {
 		}
 	}
 	for _, v := range dst {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if v-v != 0 { // NaN or ±Inf: v-v is NaN for those, +0 for every finite v
 			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}
 	}
@@ -135,10 +134,26 @@ func reconstructRow(row, p, qt []float64) {
 			row[j] = s + float64(d*q3[j])
 		}
 	}
-	for ; k < len(p); k++ {
-		a, q := p[k], qt[k*cols:(k+1)*cols]
+	switch len(p) - k { // the remaining one to three terms in one pass, in the same order
+	case 1:
+		a, q0 := p[k], qt[k*cols:(k+1)*cols]
 		for j := range row {
-			row[j] += float64(a * q[j])
+			row[j] += float64(a * q0[j])
+		}
+	case 2:
+		a, b := p[k], p[k+1]
+		q0, q1 := qt[k*cols:(k+1)*cols], qt[(k+1)*cols:(k+2)*cols]
+		for j := range row {
+			s := row[j] + float64(a*q0[j])
+			row[j] = s + float64(b*q1[j])
+		}
+	case 3:
+		a, b, c := p[k], p[k+1], p[k+2]
+		q0, q1, q2 := qt[k*cols:(k+1)*cols], qt[(k+1)*cols:(k+2)*cols], qt[(k+2)*cols:(k+3)*cols]
+		for j := range row {
+			s := row[j] + float64(a*q0[j])
+			s += float64(b * q1[j])
+			row[j] = s + float64(c*q2[j])
 		}
 	}
 }

@@ -229,22 +229,14 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 // flatten decodes msg into one vector in the model's parameter order. Every tensor must be
 // present exactly once with its shape.
 func (m *Machine) flatten(msg *compress.Message) ([]float64, error) {
-	ts, err := msg.Decode()
-	if err != nil {
-		return nil, err
-	}
-	if len(ts) != len(m.like) {
-		return nil, fmt.Errorf("%w: %d tensors, model has %d", ErrInvalid, len(ts), len(m.like))
-	}
 	vec := make([]float64, len(m.theta))
-	seen := make(map[string]bool, len(ts))
-	for _, t := range ts {
-		off, ok := m.offsets[t.Name]
-		if !ok || seen[t.Name] || !slices.Equal(t.Shape, m.shapes[t.Name]) {
-			return nil, fmt.Errorf("%w: tensor %q %v", ErrInvalid, t.Name, t.Shape)
-		}
-		seen[t.Name] = true
-		copy(vec[off:off+len(t.Data)], t.Data)
+	views := make([]compress.Tensor, len(m.like))
+	for i, t := range m.like {
+		off := m.offsets[t.Name]
+		views[i] = compress.Tensor{Name: t.Name, Shape: t.Shape, Data: vec[off : off+len(t.Data)]}
+	}
+	if err := msg.DecodeInto(views); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if !math.IsInf(m.cfg.MaxNorm, 1) {
 		ss := 0.0
