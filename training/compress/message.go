@@ -78,18 +78,31 @@ func (p *piece) span() (lo, hi int) {
 func (p *piece) reconstruct(dst []float64, block int) error {
 	if p.Rank == 0 {
 		dequantise(dst, p.Codes, p.Scales, p.Bits, block)
-	} else {
-		f := p.factors(block)
-		for i := 0; i < p.Hi-p.Lo; i++ {
-			f.row(dst[i*f.cols:(i+1)*f.cols], i)
+		if !finite(dst) {
+			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}
+		return nil
 	}
-	for _, v := range dst {
-		if v-v != 0 { // NaN or ±Inf: v-v is NaN for those, +0 for every finite v
+	f := p.factors(block)
+	for i := 0; i < p.Hi-p.Lo; i++ {
+		row := dst[i*f.cols : (i+1)*f.cols]
+		f.row(row, i)
+		if !finite(row) { // checked while the row is in cache
 			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}
 	}
 	return nil
+}
+
+// finite reports whether every value of v is finite: v-v is +0 for a finite value and NaN
+// for NaN and ±Inf.
+func finite(v []float64) bool {
+	for _, x := range v {
+		if x-x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // factors holds a low-rank piece's dequantised factors: P in column-major order (rank columns

@@ -38,8 +38,10 @@ func BenchmarkDecodeContribution(b *testing.B) {
 	}
 	b.SetBytes(int64(8 * len(m.theta)))
 	for b.Loop() {
-		if _, err := m.flatten(rd.Send.Msg); err != nil {
+		vec, err := m.flatten(rd.Send.Msg)
+		if err != nil {
 			b.Fatal(err)
 		}
+		putVec(vec) // as Close does
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/aggregate"
@@ -219,6 +220,9 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 			return Ready{}, fmt.Errorf("round: outer step of round %d: %w", r, err)
 		}
 	}
+	for _, x := range in { // Aggregate returns a new slice and the outer step keeps none
+		putVec(x.Vec)
+	}
 	delete(m.contrib, r)
 	m.nextClose = r + 1
 	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
@@ -228,14 +232,16 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 
 // flatten decodes msg into one vector in the model's parameter order. Every tensor must be
 // present exactly once with its shape.
+// The vector comes from vecPool; Close puts it back.
 func (m *Machine) flatten(msg *compress.Message) ([]float64, error) {
-	vec := make([]float64, len(m.theta))
+	vec := getVec(len(m.theta)) // DecodeInto writes every value or fails
 	views := make([]compress.Tensor, len(m.like))
 	for i, t := range m.like {
 		off := m.offsets[t.Name]
 		views[i] = compress.Tensor{Name: t.Name, Shape: t.Shape, Data: vec[off : off+len(t.Data)]}
 	}
 	if err := msg.DecodeInto(views); err != nil {
+		putVec(vec)
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if !math.IsInf(m.cfg.MaxNorm, 1) {
@@ -244,8 +250,27 @@ func (m *Machine) flatten(msg *compress.Message) ([]float64, error) {
 			ss += float64(v * v)
 		}
 		if !(math.Sqrt(ss) <= m.cfg.MaxNorm) {
+			putVec(vec)
 			return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), m.cfg.MaxNorm)
 		}
 	}
 	return vec, nil
+}
+
+// vecPool recycles the decoded contribution vectors between closes (of this machine or of
+// other machines in the same process), which saves allocating and zeroing a parameter
+// vector per contribution. Vectors of another length are dropped.
+var vecPool sync.Pool
+
+func getVec(n int) []float64 {
+	if v, ok := vecPool.Get().(*[]float64); ok && len(*v) == n {
+		return *v
+	}
+	return make([]float64, n)
+}
+
+func putVec(v []float64) {
+	if v != nil {
+		vecPool.Put(&v)
+	}
 }
