@@ -21,7 +21,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.StringFlag{Name: "task", Value: "charlm", Usage: "charlm or fmnist"},
 			&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "simulated nodes"},
 			&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "outer rounds"},
-			&cli.IntFlag{Name: "h", Value: d.H, Usage: "inner steps per round"},
+			&cli.IntFlag{Name: "inner-steps", Aliases: []string{"H"}, Value: d.H, Usage: "inner steps per round (H)"},
 			&cli.IntFlag{Name: "batch", Usage: "samples per inner step per worker (0: task default)"},
 			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "weights, data slices and batches"},
 			&cli.StringFlag{Name: "corpus", Usage: "charlm text file (default: Go's Opticks text in GOROOT)"},
@@ -37,15 +37,13 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "eval", Usage: "held-out samples to evaluate (0: task default)"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
 		},
-		// --h (inner steps) takes the short name of the help flag; see "lowband bench help train".
-		HideHelp: true,
 		Action:   runBenchTrain,
 	}
 }
 
 func runBenchTrain(c *cli.Context) error {
 	o := bench.DefaultTrainOptions(c.String("task"))
-	o.Workers, o.Rounds, o.H, o.Seed = c.Int("workers"), c.Int("rounds"), c.Int("h"), c.Uint64("seed")
+	o.Workers, o.Rounds, o.H, o.Seed = c.Int("workers"), c.Int("rounds"), c.Int("inner-steps"), c.Uint64("seed")
 	if c.Int("batch") > 0 {
 		o.Batch = c.Int("batch")
 	}
