@@ -37,7 +37,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "eval", Usage: "held-out samples to evaluate (0: task default)"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
 		},
-		Action:   runBenchTrain,
+		Action: runBenchTrain,
 	}
 }
 
