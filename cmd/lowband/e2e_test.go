@@ -214,6 +214,11 @@ func TestRunStatusAndCleanShutdown(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil || !strings.HasPrefix(st.PeerID, "12D3Koo") || len(st.Topics) != 4 {
 		t.Fatalf("status: %v %s", err, out)
 	}
+	// id shows the running node's dialable addresses, each ending in its peer ID once.
+	idOut, _, _ := lb(t, "id", "--home", home)
+	if !strings.Contains(idOut, "running:  /ip4/127.0.0.1/tcp/") || strings.Count(idOut, "/p2p/") != strings.Count(idOut, "running:") {
+		t.Errorf("id of a running node:\n%s", idOut)
+	}
 	out, stderr, code = lb(t, "ledger", "--home", home, "--json")
 	var table struct{ Root string }
 	if code != 0 || json.Unmarshal([]byte(out), &table) != nil || len(table.Root) != 64 {

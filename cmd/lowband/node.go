@@ -145,7 +145,7 @@ func idCommand() *cli.Command {
 				fmt.Fprintf(w, "announce: %s\n", strings.Join(out.Announce, " "))
 			}
 			for _, a := range out.Running {
-				fmt.Fprintf(w, "running:  %s/p2p/%s\n", a, out.PeerID)
+				fmt.Fprintf(w, "running:  %s\n", a)
 			}
 			return nil
 		},
