@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -45,13 +44,12 @@ type source interface {
 type apiServer struct {
 	srv *http.Server
 	ln  net.Listener
-	log *slog.Logger
 	err chan error
 }
 
 // startAPI listens on addr (host:port; port 0 picks a free one) and serves src and reg.
 // Extra handlers (path -> handler) are mounted as given.
-func startAPI(addr string, src source, reg *prometheus.Registry, extra map[string]http.Handler, log *slog.Logger) (*apiServer, error) {
+func startAPI(addr string, src source, reg *prometheus.Registry, extra map[string]http.Handler) (*apiServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("local API on %s: %w", addr, err)
@@ -66,7 +64,6 @@ func startAPI(addr string, src source, reg *prometheus.Registry, extra map[strin
 	s := &apiServer{
 		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
 		ln:  ln,
-		log: log,
 		err: make(chan error, 1),
 	}
 	go func() { s.err <- s.srv.Serve(ln) }()

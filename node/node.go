@@ -95,7 +95,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}
-	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, extra, log); err != nil {
+	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, extra); err != nil {
 		return nil, err
 	}
 	if err := configs.WriteFileAtomic(opts.Home.APIAddrPath(), []byte(n.api.Addr()+"\n"), 0o644); err != nil {

@@ -70,15 +70,6 @@ func bootstrapCommand() *cli.Command {
 	}
 }
 
-func loadHome(c *cli.Context) (configs.Home, *configs.Config, *configs.Spec, error) {
-	h, err := home(c)
-	if err != nil {
-		return h, nil, nil, err
-	}
-	cfg, spec, err := h.Load()
-	return h, cfg, spec, err
-}
-
 // editBootstrap applies edit to config.toml's bootstrap list, validates and writes it back.
 func editBootstrap(c *cli.Context, edit func(list []string, addr string) ([]string, error)) error {
 	if c.NArg() != 1 {

@@ -25,6 +25,16 @@ var homeFlag = &cli.StringFlag{
 
 func home(c *cli.Context) (configs.Home, error) { return configs.ResolveHome(c.String("home")) }
 
+// loadHome resolves the home directory and reads its config and network spec.
+func loadHome(c *cli.Context) (configs.Home, *configs.Config, *configs.Spec, error) {
+	h, err := home(c)
+	if err != nil {
+		return h, nil, nil, err
+	}
+	cfg, spec, err := h.Load()
+	return h, cfg, spec, err
+}
+
 // errNotRunning says that no node serves the home's API.
 var errNotRunning = errors.New("no node is running")
 

@@ -70,11 +70,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default from config.toml)"},
 		},
 		Action: func(c *cli.Context) error {
-			h, err := home(c)
-			if err != nil {
-				return err
-			}
-			cfg, spec, err := h.Load()
+			h, cfg, spec, err := loadHome(c)
 			if err != nil {
 				return err
 			}
@@ -109,11 +105,7 @@ func idCommand() *cli.Command {
 		Usage: "print the peer ID and the listen and announce addresses (works without a running node)",
 		Flags: []cli.Flag{homeFlag, jsonFlag},
 		Action: func(c *cli.Context) error {
-			h, err := home(c)
-			if err != nil {
-				return err
-			}
-			cfg, _, err := h.Load()
+			h, cfg, _, err := loadHome(c)
 			if err != nil {
 				return err
 			}
