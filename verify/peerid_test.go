@@ -1,0 +1,73 @@
+package verify
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"strings"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+func testPeer(t *testing.T, seed byte) peer.ID {
+	t.Helper()
+	s := make([]byte, 32)
+	s[0] = seed
+	priv, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestParsePeerIDRefusesOtherForms: the CIDv1 form of a valid ID names the same peer but
+// is refused, so a peer has exactly one name on the wire and in the ledger.
+func TestParsePeerIDRefusesOtherForms(t *testing.T) {
+	id := testPeer(t, 1)
+	if _, pub, err := ParsePeerID(id.String()); err != nil || pub == nil {
+		t.Fatalf("canonical form refused: %v", err)
+	}
+	cidForm := peer.ToCid(id).String()
+	if cidForm == id.String() {
+		t.Fatal("test setup: CID form equals base58 form")
+	}
+	if decoded, err := peer.Decode(cidForm); err != nil || decoded != id {
+		t.Fatalf("test setup: CID form does not decode to the same ID: %v", err)
+	}
+	if _, _, err := ParsePeerID(cidForm); ClassOf(err) != ClassMalformed || !strings.Contains(err.Error(), "canonical") {
+		t.Fatalf("CID form: got %v, want a malformed non-canonical error", err)
+	}
+	for _, bad := range []string{"", "not-a-peer", strings.Repeat("1", MaxIDLen+1), "Qm" + id.String()[2:]} {
+		if _, _, err := ParsePeerID(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestParsePeerIDRefusesHashedKeys: an ID that is a SHA-256 of its key (RSA-style "Qm...")
+// does not carry the key, so an identity signature could not be checked against it.
+func TestParsePeerIDRefusesHashedKeys(t *testing.T) {
+	pub := testPeer(t, 2)
+	k, err := pub.ExtractPublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := crypto.MarshalPublicKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(raw)
+	// A sha2-256 multihash of a key: the form go-libp2p uses for keys over 42 bytes.
+	hashed, err := peer.IDFromBytes(append([]byte{0x12, 0x20}, sum[:]...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ParsePeerID(hashed.String()); err == nil {
+		t.Fatal("a peer ID without an embedded key was accepted")
+	}
+}
