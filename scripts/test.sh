@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: the project's test command (README, CI). Installs what the tests need, checks
-# formatting, vet and the package rules, then runs every test with the race detector.
+# formatting, vet, the package rules and the consensus arithmetic (no fused multiply-add), then
+# runs every test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -10,4 +11,5 @@ if [[ -n $unformatted ]]; then
 fi
 go vet ./...
 scripts/checkdeps.sh
+scripts/checkfma.sh
 go test -race -timeout 9m "$@" ./...

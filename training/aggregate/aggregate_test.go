@@ -72,7 +72,7 @@ func naiveMedian(v []float64) float64 {
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
 	}
-	return s[len(s)/2-1]/2 + s[len(s)/2]/2
+	return float64(s[len(s)/2-1]/2) + float64(s[len(s)/2]/2)
 }
 
 func replicate(in []Input, j int) []float64 {
@@ -212,5 +212,17 @@ func TestAggregateErrors(t *testing.T) {
 	mustAggregate(t, Config{Method: Median}, in)
 	if in[0].ID != "a" || in[0].Vec[0] != 1 || in[1].Vec[1] != 4 {
 		t.Fatal("Aggregate modified its input")
+	}
+}
+
+// The weighted median's midpoint halves each value and rounds before adding. Half the
+// smallest subnormal rounds to 0 (ties to even), so the midpoint of 5e-324 and 1e-323 is
+// 0 + 5e-324; a fused multiply-add (0.5·a + b/2 in one rounding) would give 1e-323.
+func TestMedianMidpointRoundsEachHalf(t *testing.T) {
+	a := math.SmallestNonzeroFloat64
+	in := []Input{{ID: "a", Weight: 1, Vec: []float64{a}}, {ID: "b", Weight: 1, Vec: []float64{2 * a}}}
+	got := mustAggregate(t, Config{Method: Median}, in)[0]
+	if math.Float64bits(got) != math.Float64bits(a) {
+		t.Fatalf("median of %g and %g = %g, want %g (each half rounded before the sum)", a, 2*a, got, a)
 	}
 }

@@ -41,8 +41,8 @@ func (c *column) weightedMedian() float64 {
 		if cum > half || k == len(c.w)-1 {
 			return c.v[k]
 		}
-		if cum == half {
-			return c.v[k]/2 + c.v[k+1]/2
+		if cum == half { // each half rounded: x/2 is x*0.5, which would fuse into the add
+			return float64(c.v[k]/2) + float64(c.v[k+1]/2)
 		}
 	}
 	return math.NaN() // unreachable: the loop returns at the last element

@@ -3,8 +3,9 @@
 //
 // Inputs are sorted by ID first; every sum then runs in that fixed order (or, for the
 // coordinate-wise statistics, in the order of the sorted values with ties broken by ID), and
-// every product is rounded before it is added (float64(a*b) + c), so no platform fuses a
-// multiply-add. Nothing iterates over a map.
+// every product is rounded before it is added (float64(a*b) + c; halving too, since x/2
+// compiles to x*0.5), so no platform fuses a multiply-add; scripts/checkfma.sh checks the
+// compiled code. Nothing iterates over a map.
 //
 // Methods (weights are the contributors' Input.Weight, all > 0; W is their sum):
 //
