@@ -46,7 +46,9 @@
 // Decoding checks the byte length, then the CBOR structure with bounded arrays and nesting,
 // then every declared size against [Limits] and against the
 // bytes present, before allocating any tensor; input that does not re-encode to the same bytes
-// is rejected, so each content has exactly one encoding and one CID.
+// is rejected, so each content has exactly one encoding and one CID. Pieces of raw float64
+// values (Config.NoQuant, for tests and analysis) are refused: what a peer sends is always
+// codes and bfloat16 scales.
 //
 // # Shards
 //

@@ -18,7 +18,7 @@ func FuzzDecodeShard(f *testing.F) {
 	for _, s := range shards[:4] {
 		f.Add(s.Data)
 	}
-	e := mustEncoder(f, Config{MinLowRank: 16, NoQuant: true, RankMax: 2})
+	e := mustEncoder(f, Config{MinLowRank: 16, DenseBits: 4, RankMax: 2})
 	rng := newRand(14)
 	f.Add(mustBytes(f, mustEncode(f, e, []Tensor{randTensor(rng, "w", 1, 6, 5), randTensor(rng, "v", 1, 3)})))
 	f.Add([]byte{})

@@ -11,7 +11,7 @@ import (
 const (
 	bits4   = 4
 	bits8   = 8
-	bitsRaw = 64 // raw IEEE-754 float64, little-endian, no scales (Config.NoQuant)
+	bitsRaw = 64 // raw IEEE-754 float64, little-endian, no scales (Config.NoQuant; DecodeShard refuses it)
 )
 
 // ErrRange is returned by Encode when a value is too large for a bfloat16 block scale

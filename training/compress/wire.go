@@ -91,8 +91,9 @@ func (m *Message) marshal() ([]byte, error) {
 
 // DecodeShard decodes one encoded Message (a shard, or a whole message) from a peer. It checks
 // the size, the structure, the version, every declared size against lim and against the
-// bytes present, and canonical form, before any tensor is allocated. It does not look at
-// values: Message.Decode and CheckShard do.
+// bytes present, and canonical form, before any tensor is allocated. It refuses raw float64
+// pieces (Config.NoQuant): values from a peer are codes times bfloat16 scales. It does not
+// look at values: Message.Decode and CheckShard do.
 func DecodeShard(data []byte, lim Limits) (*Message, error) {
 	lim = lim.withDefaults()
 	if len(data) > lim.MaxBytes {
@@ -171,7 +172,10 @@ func (p *piece) validate(block, maxRank int) (int, error) {
 		}
 		n *= d
 	}
-	if p.Bits != bits4 && p.Bits != bits8 && p.Bits != bitsRaw {
+	if p.Bits == bitsRaw {
+		return 0, fmt.Errorf("%w: raw float64 values (Config.NoQuant) are not accepted from peers", ErrMalformed)
+	}
+	if p.Bits != bits4 && p.Bits != bits8 {
 		return 0, fmt.Errorf("%w: code width %d", ErrMalformed, p.Bits)
 	}
 	if p.Rank == 0 {

@@ -3,6 +3,7 @@ package compress
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
@@ -120,4 +121,23 @@ func nonShortest(good []byte) []byte {
 	}
 	out := append([]byte{good[0], 0x01, 0x18, 0x01}, good[3:]...)
 	return out
+}
+
+// Raw float64 pieces (Config.NoQuant) are for tests and analysis inside one process: a
+// peer's values are codes times bfloat16 scales, never arbitrary 64-bit patterns.
+func TestRawPiecesRefusedFromPeers(t *testing.T) {
+	rng := newRand(11)
+	e := mustEncoder(t, Config{RankMin: 2, RankMax: 2, MinLowRank: 64, NoQuant: true})
+	m := mustEncode(t, e, []Tensor{randTensor(rng, "w", 1, 20, 12), randTensor(rng, "b", 1, 11)})
+	for i, p := range m.pieces {
+		one := &Message{part: 0, parts: 1, block: m.block, pieces: []piece{p}}
+		data := mustBytes(t, one)
+		if _, err := DecodeShard(data, DefaultLimits); !errors.Is(err, ErrMalformed) {
+			t.Errorf("piece %d (rank %d, raw): DecodeShard gave %v, want ErrMalformed", i, p.Rank, err)
+		}
+		shapes := map[string][]int{p.Name: p.Shape}
+		if err := CheckShard(data, shapes, math.Inf(1), DefaultLimits); !errors.Is(err, ErrUndecodable) {
+			t.Errorf("piece %d (rank %d, raw): CheckShard gave %v, want ErrUndecodable", i, p.Rank, err)
+		}
+	}
 }
