@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -20,30 +21,69 @@ func (m *Message) DecodeInto(dst []Tensor) error {
 		}
 		index[t.Name] = i
 	}
-	covered := make([][][2]int, len(dst))
-	filled := make([]int, len(dst))
-	for i := range m.pieces {
-		p := &m.pieces[i]
+	target, filled, err := m.layout(len(dst), func(p *piece) (int, error) {
 		k, ok := index[p.Name]
 		if !ok || !slices.Equal(dst[k].Shape, p.Shape) {
-			return fmt.Errorf("%w: tensor %q %v is not expected", ErrMalformed, p.Name, p.Shape)
+			return 0, fmt.Errorf("%w: tensor %q %v is not expected", ErrMalformed, p.Name, p.Shape)
 		}
-		lo, hi := p.span()
-		for _, r := range covered[k] {
-			if lo < r[1] && r[0] < hi {
-				return fmt.Errorf("%w: tensor %q pieces overlap", ErrMalformed, p.Name)
-			}
-		}
-		covered[k] = append(covered[k], [2]int{lo, hi})
-		filled[k] += hi - lo
-		if err := p.reconstruct(dst[k].Data[lo:hi], m.block); err != nil {
-			return err
-		}
+		return k, nil
+	})
+	if err != nil {
+		return err
 	}
 	for k, t := range dst {
 		if filled[k] != len(t.Data) {
 			return fmt.Errorf("%w: tensor %q has %d of %d values", ErrMalformed, t.Name, filled[k], len(t.Data))
 		}
 	}
+	for i := range m.pieces {
+		p := &m.pieces[i]
+		lo, hi := p.span()
+		if err := p.reconstruct(dst[target[i]].Data[lo:hi], m.block); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// layout assigns every piece to a tensor with tensorOf, which returns an index below n (or,
+// for n = 0, at most one more than any index it returned before), and checks that the pieces
+// of each tensor do not overlap. It returns each piece's tensor and the number of values the
+// pieces of each tensor cover.
+func (m *Message) layout(n int, tensorOf func(*piece) (int, error)) (target, filled []int, err error) {
+	target, filled = make([]int, len(m.pieces)), make([]int, n)
+	spans, names := make([][][2]int, n), make([]string, n)
+	for i := range m.pieces {
+		p := &m.pieces[i]
+		k, err := tensorOf(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if k == len(spans) {
+			spans, filled, names = append(spans, nil), append(filled, 0), append(names, "")
+		}
+		lo, hi := p.span()
+		spans[k] = append(spans[k], [2]int{lo, hi})
+		filled[k] += hi - lo
+		names[k], target[i] = p.Name, k
+	}
+	for k, s := range spans {
+		if !disjoint(s) {
+			return nil, nil, fmt.Errorf("%w: tensor %q pieces overlap", ErrMalformed, names[k])
+		}
+	}
+	return target, filled, nil
+}
+
+// disjoint reports whether the non-empty ranges [lo, hi) do not overlap. It sorts them by
+// start and compares neighbours: O(k log k) for k ranges, where comparing every pair would
+// make decoding a message of many pieces quadratic.
+func disjoint(rs [][2]int) bool {
+	slices.SortFunc(rs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	for i := 1; i < len(rs); i++ {
+		if rs[i][0] < rs[i-1][1] {
+			return false
+		}
+	}
+	return true
 }

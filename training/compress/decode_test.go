@@ -2,7 +2,9 @@ package compress
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -89,5 +91,79 @@ func TestDecodeIntoRejects(t *testing.T) {
 		if err := c.msg.DecodeInto(c.dst); !errors.Is(err, c.is) {
 			t.Errorf("%s: %v, want %v", name, err, c.is)
 		}
+	}
+}
+
+// manyPieces returns a message whose one dense tensor "v" (8·k int8 values, block 8) is cut
+// into k pieces of one block each, in reverse order.
+func manyPieces(t testing.TB, k int) *Message {
+	t.Helper()
+	e := mustEncoder(t, Config{BlockSize: 8})
+	whole := mustEncode(t, e, []Tensor{randTensor(newRand(23), "v", 1, 8*k)})
+	p := whole.pieces[0]
+	m := &Message{parts: 1, block: 8, maxShard: DefaultMaxShardBytes}
+	for i := k - 1; i >= 0; i-- {
+		m.pieces = append(m.pieces, p.slice(8*i, 8*i+8, 8))
+	}
+	return m
+}
+
+// BenchmarkDecodePieces decodes one tensor cut into many pieces, with DecodeInto and Decode.
+// The work per piece (ns/piece) must not grow with the number of pieces: checking every pair
+// for overlap makes it linear in the number of pieces, and a message's decoding quadratic.
+func BenchmarkDecodePieces(b *testing.B) {
+	for _, k := range []int{256, 1024, 4096} {
+		m := manyPieces(b, k)
+		dst := []Tensor{{Name: "v", Shape: []int{8 * k}, Data: make([]float64, 8*k)}}
+		b.Run(fmt.Sprintf("into/pieces=%d", k), func(b *testing.B) {
+			for b.Loop() {
+				if err := m.DecodeInto(dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/piece")
+		})
+		b.Run(fmt.Sprintf("alloc/pieces=%d", k), func(b *testing.B) {
+			for b.Loop() {
+				mustDecode(b, m)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*k), "ns/piece")
+		})
+	}
+}
+
+// Pieces of one tensor that overlap are refused by Decode and DecodeInto, wherever they sit
+// among many pieces; pieces in any order that do not overlap are accepted.
+func TestDecodeRefusesOverlappingPieces(t *testing.T) {
+	const k = 300
+	m := manyPieces(t, k)
+	whole := m.pieces
+	two := mustEncode(t, mustEncoder(t, Config{BlockSize: 8}), []Tensor{randTensor(newRand(23), "v", 1, 8*k)}).pieces[0] // the same tensor, one piece
+	cases := map[string][]piece{
+		"duplicate last":    append(slices.Clone(whole), whole[0]),
+		"duplicate first":   append([]piece{whole[k/2]}, whole...),
+		"straddling two":    append(slices.Clone(whole[:k/2]), append([]piece{two.slice(80, 96, 8)}, whole[k/2:]...)...),
+		"covering all":      append(slices.Clone(whole), two),
+		"same start, wider": append([]piece{two.slice(0, 16, 8)}, whole...),
+	}
+	dst := []Tensor{{Name: "v", Shape: []int{8 * k}, Data: make([]float64, 8*k)}}
+	for name, ps := range cases {
+		bad := &Message{parts: 1, block: 8, pieces: ps}
+		if err := bad.DecodeInto(dst); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: DecodeInto gave %v, want ErrMalformed", name, err)
+		}
+		if _, err := bad.Decode(); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Decode gave %v, want ErrMalformed", name, err)
+		}
+	}
+	shuffled := slices.Clone(whole)
+	newRand(25).Shuffle(k, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	good := &Message{parts: 1, block: 8, pieces: shuffled}
+	want, err := (&Message{parts: 1, block: 8, pieces: []piece{two}}).Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := good.DecodeInto(dst); err != nil || !sameBits(dst, want) {
+		t.Fatalf("shuffled pieces: %v", err)
 	}
 }

@@ -21,9 +21,13 @@ func FuzzDecodeShard(f *testing.F) {
 	e := mustEncoder(f, Config{MinLowRank: 16, DenseBits: 4, RankMax: 2})
 	rng := newRand(14)
 	f.Add(mustBytes(f, mustEncode(f, e, []Tensor{randTensor(rng, "w", 1, 6, 5), randTensor(rng, "v", 1, 3)})))
+	many := manyPieces(f, 80) // one tensor in 80 pieces, in reverse order
+	f.Add(mustBytes(f, many))
+	many.pieces = append(many.pieces, many.pieces[40]) // and one overlap
+	f.Add(mustBytes(f, many))
 	f.Add([]byte{})
 	f.Add([]byte{0xa0})
-	lim := Limits{MaxBytes: 1 << 16, MaxTensors: 64, MaxElements: 1 << 16, MaxRank: 16}
+	lim := Limits{MaxBytes: 1 << 16, MaxTensors: 128, MaxElements: 1 << 16, MaxRank: 16}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := DecodeShard(data, lim)
 		if err != nil {

@@ -40,25 +40,27 @@ func (m *Message) Bytes() ([]byte, error) { return m.marshal() }
 func (m *Message) Decode() ([]Tensor, error) {
 	var out []Tensor
 	index := map[string]int{}
-	covered := map[string][][2]int{}
-	for i := range m.pieces {
-		p := &m.pieces[i]
+	target, _, err := m.layout(0, func(p *piece) (int, error) {
 		k, seen := index[p.Name]
 		if !seen {
 			k = len(out)
 			index[p.Name] = k
-			out = append(out, Tensor{Name: p.Name, Shape: append([]int(nil), p.Shape...), Data: make([]float64, numel(p.Shape))})
+			out = append(out, Tensor{Name: p.Name, Shape: append([]int(nil), p.Shape...)})
 		} else if !slices.Equal(out[k].Shape, p.Shape) {
-			return nil, fmt.Errorf("%w: tensor %q pieces disagree on shape", ErrMalformed, p.Name)
+			return 0, fmt.Errorf("%w: tensor %q pieces disagree on shape", ErrMalformed, p.Name)
+		}
+		return k, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range m.pieces {
+		p, t := &m.pieces[i], &out[target[i]]
+		if t.Data == nil {
+			t.Data = make([]float64, numel(t.Shape))
 		}
 		lo, hi := p.span()
-		for _, r := range covered[p.Name] {
-			if lo < r[1] && r[0] < hi {
-				return nil, fmt.Errorf("%w: tensor %q pieces overlap", ErrMalformed, p.Name)
-			}
-		}
-		covered[p.Name] = append(covered[p.Name], [2]int{lo, hi})
-		if err := p.reconstruct(out[k].Data[lo:hi], m.block); err != nil {
+		if err := p.reconstruct(t.Data[lo:hi], m.block); err != nil {
 			return nil, err
 		}
 	}
