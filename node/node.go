@@ -88,10 +88,17 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	met, err := newGossipMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	pcfg, err := n.p2pConfig(key, reg)
 	if err != nil {
 		return nil, err
 	}
+	// Every topic is joined with its validator, on a bootstrap node too: a relay without
+	// one would forward anything. The full checks come with the round loop.
+	pcfg.Validators = validators(wireOf(opts.Spec), nil, met)
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}
