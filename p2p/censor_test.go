@@ -93,3 +93,60 @@ func waitTopicPeers(t *testing.T, ctx context.Context, h *p2p.Host, kind string,
 		t.Fatal(err)
 	}
 }
+
+// TestIgnoredMessageNeverDeliveredAgain: once a validator has ignored some bytes,
+// publishing the same bytes again delivers nothing, even when the validator would now
+// accept them (gossipsub's seen cache holds the content ID). A node that cannot decide
+// a message yet must keep it itself rather than wait for a second delivery.
+func TestIgnoredMessageNeverDeliveredAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := p2ptest.Start(ctx, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	author, receiver := s.Hosts[0], s.Hosts[1]
+	var decidable atomic.Bool
+	var ignored atomic.Int64
+	err = receiver.SetValidator(p2p.KindShards, func(context.Context, []byte) p2p.Result {
+		if !decidable.Load() {
+			ignored.Add(1)
+			return p2p.Ignore
+		}
+		return p2p.Accept
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := receiver.Subscribe(p2p.KindShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	waitTopicPeers(t, ctx, author, p2p.KindShards, receiver)
+	if err := author.Publish(ctx, p2p.KindShards, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2ptest.Poll(ctx, "the message ignored", 10*time.Millisecond, func() bool { return ignored.Load() > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	decidable.Store(true)
+	for _, d := range []string{"first", "second"} {
+		if err := author.Publish(ctx, p2p.KindShards, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := sub.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Data) != "second" {
+		t.Fatalf("got %q; the ignored message was delivered again", m.Data)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer wcancel()
+	if m, err := sub.Next(wctx); err == nil {
+		t.Fatalf("got %q after the second message; the ignored message was delivered again", m.Data)
+	}
+}
