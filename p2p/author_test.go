@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 
 	"github.com/lowband/lowband/p2p"
@@ -32,7 +33,8 @@ func TestAuthoredMessageDropped(t *testing.T) {
 	defer sub.Cancel()
 	name := p2p.TopicName(p2ptest.Network, p2ptest.Run, p2p.KindShards)
 	signed := rawPublisher(t, ctx, receiver, name)
-	unsigned := rawPublisher(t, ctx, receiver, name, pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor())
+	unsigned := rawPublisher(t, ctx, receiver, name, pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor(),
+		pubsub.WithMessageIdFn(func(m *pb.Message) string { return p2p.MessageID(m.GetData()) }))
 	if err := signed.Publish(ctx, []byte("with an author")); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +64,7 @@ func rawPublisher(t *testing.T, ctx context.Context, h *p2p.Host, topic string, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
+	opts = append(opts, pubsub.WithFloodPublish(true)) // straight to h, mesh or not
 	ps, err := pubsub.NewGossipSub(ctx, raw, opts...)
 	if err != nil {
 		t.Fatal(err)
