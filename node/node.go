@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"sync"
@@ -40,6 +42,7 @@ type Node struct {
 	api     *apiServer
 	ledger  *ledger // nil on a bootstrap node
 	started time.Time
+	rng     *rand.Rand // samples the peers cache; used only by Run's goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -62,7 +65,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{opts: opts, role: role, log: log, started: time.Now()}
+	n := &Node{opts: opts, role: role, log: log, started: time.Now(), rng: newRand()}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -88,10 +91,17 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	met, err := newGossipMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
 	pcfg, err := n.p2pConfig(key, reg)
 	if err != nil {
 		return nil, err
 	}
+	// Every topic is joined with its validator, on a bootstrap node too: a relay without
+	// one would forward anything. The full checks come with the round loop.
+	pcfg.Validators = validators(wireOf(opts.Spec), nil, met)
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}
@@ -162,7 +172,7 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 func (n *Node) savePeers() {
-	if err := savePeerCache(n.opts.Home.PeersPath(), n.host.ID(), n.host.KnownPeers()); err != nil {
+	if err := savePeerCache(n.opts.Home.PeersPath(), n.host.ID(), n.host.KnownPeers(), n.rng); err != nil {
 		n.log.Warn("saving the peers cache", "err", err)
 	}
 }
@@ -220,6 +230,14 @@ func (n *Node) Peers() []Peer {
 		out = append(out, Peer{ID: p.ID.String(), Addresses: p.Addrs, LatencyMS: float64(p.Latency.Microseconds()) / 1000})
 	}
 	return out
+}
+
+// newRand returns a generator seeded from the operating system, so that other peers
+// cannot predict which of them the node keeps.
+func newRand() *rand.Rand {
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails on supported platforms
+	return rand.New(rand.NewChaCha8(seed))
 }
 
 func addrStrings(as []ma.Multiaddr) []string {

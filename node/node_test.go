@@ -110,7 +110,7 @@ func TestPeerCache(t *testing.T) {
 	if err != nil || len(got) != 1 || len(got[0].Addrs) != 1 {
 		t.Fatalf("want the one valid peer with its one valid address, got %v %v", got, err)
 	}
-	if err := savePeerCache(p, "", got); err != nil {
+	if err := savePeerCache(p, "", got, newRand()); err != nil {
 		t.Fatal(err)
 	}
 	again, err := loadPeerCache(p)

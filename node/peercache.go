@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -57,21 +58,31 @@ func loadPeerCache(path string) ([]peer.AddrInfo, error) {
 	return out, nil
 }
 
-// savePeerCache writes peers atomically, skipping the node itself and peers without addresses.
-func savePeerCache(path string, self peer.ID, peers []peer.AddrInfo) error {
-	raw := make([]cachedPeer, 0, len(peers))
+// savePeerCache writes a uniform random sample of at most maxCachedPeers of peers
+// atomically, skipping the node itself and peers without addresses. The sample is drawn
+// with rng (reservoir sampling), so no choice of key buys a place: a peer that grinds
+// IDs that sort first, or any other pattern, gets only its share of the cache.
+func savePeerCache(path string, self peer.ID, peers []peer.AddrInfo, rng *rand.Rand) error {
+	sample := make([]peer.AddrInfo, 0, maxCachedPeers)
+	seen := 0
 	for _, p := range peers {
 		if p.ID == self || len(p.Addrs) == 0 {
 			continue
 		}
+		seen++
+		if len(sample) < maxCachedPeers {
+			sample = append(sample, p)
+		} else if j := rng.IntN(seen); j < maxCachedPeers {
+			sample[j] = p
+		}
+	}
+	raw := make([]cachedPeer, 0, len(sample))
+	for _, p := range sample {
 		c := cachedPeer{ID: p.ID.String()}
 		for _, a := range p.Addrs {
 			c.Addrs = append(c.Addrs, a.String())
 		}
 		raw = append(raw, c)
-		if len(raw) == maxCachedPeers {
-			break
-		}
 	}
 	data, err := json.MarshalIndent(raw, "", "  ")
 	if err != nil {

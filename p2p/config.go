@@ -38,8 +38,12 @@ type Config struct {
 	// what a bootstrap node does.
 	PeerExchange bool
 
-	Topics   []string              // kinds to join (see Kinds)
-	AppScore func(peer.ID) float64 // gossipsub application score; nil = 0; see SetAppScore
+	Topics []string // kinds to join (see Kinds)
+	// Validators holds the validator of each kind in Topics; a kind without one is
+	// refused (ErrNoValidator). Each is in place before its topic is joined, so no
+	// message is handled unchecked. SetValidator replaces one later.
+	Validators map[string]Validator
+	AppScore   func(peer.ID) float64 // gossipsub application score; nil = 0; see SetAppScore
 
 	// StreamTimeout bounds one request/response exchange when the caller's context
 	// has no earlier deadline; 0 = 30s.
@@ -72,6 +76,9 @@ func (c *Config) validate() error {
 	for _, k := range c.Topics {
 		if !slices.Contains(Kinds, k) {
 			return fmt.Errorf("p2p config: unknown topic kind %q (want one of %v)", k, Kinds)
+		}
+		if c.Validators[k] == nil {
+			return fmt.Errorf("p2p config: %s topic: %w", k, ErrNoValidator)
 		}
 	}
 	if c.ConnLow == 0 && c.ConnHigh == 0 {

@@ -15,9 +15,9 @@
 // # Usage
 //
 //	h, err := p2p.New(ctx, p2p.Config{Identity: key, Listen: addrs, Network: net, Run: run,
-//		Bootstrap: boot, Cached: cached, Topics: p2p.Kinds})
+//		Bootstrap: boot, Cached: cached, Topics: p2p.Kinds, Validators: checks})
 //	defer h.Close()
-//	h.SetValidator(p2p.KindShards, check) // before subscribing, so nothing unchecked is delivered
+//	h.SetValidator(p2p.KindShards, fuller) // optional: swaps the validator atomically
 //	sub, err := h.Subscribe(p2p.KindShards)
 //	msg, err := sub.Next(ctx)
 //	err = h.Publish(ctx, p2p.KindShards, data) // at most MaxMessageSize bytes
@@ -32,8 +32,20 @@
 //
 // # Gossip
 //
-// Message IDs are the SHA-256 of the payload, flood publishing is on, and peer
-// scoring carries an application score (Config.AppScore, SetAppScore): a score of
+// Messages carry no author, sequence number or signature (gossipsub's StrictNoSign
+// with no author; a message that carries one is dropped), and the message ID is the
+// SHA-256 of the payload. Whoever publishes some bytes first, the bytes are one
+// message, so validators decide on the bytes alone (Validator gets no peer): a
+// verdict that depended on the publisher would let anyone who republishes an honest
+// payload under its own key get it rejected, and the honest copy then dropped as a
+// duplicate. What is signed is inside the payload and checked by the caller.
+//
+// Every joined topic has a validator from the moment it is joined (Config.Validators,
+// required for each kind), on every host, relaying bootstrap hosts included. A
+// rejected or ignored message stays in gossipsub's seen cache and is never delivered
+// again: a caller that cannot decide yet must keep the message itself.
+//
+// Flood publishing is on, and peer scoring carries an application score (Config.AppScore, SetAppScore): a score of
 // -1000 or less stops gossip with a peer, -4000 or less graylists it. The
 // IP-colocation penalty is on only when Config.ColocationPenalty is set.
 //

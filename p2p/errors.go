@@ -12,6 +12,8 @@ var (
 	ErrRequestTooLarge = errors.New("request larger than the cap")
 	// ErrResponseTooLarge: a stream response exceeded the caller's cap.
 	ErrResponseTooLarge = errors.New("response larger than the cap")
+	// ErrNoValidator: a joined topic kind was given no validator.
+	ErrNoValidator = errors.New("no validator")
 	// ErrClosed: the host was closed.
 	ErrClosed = errors.New("host closed")
 )

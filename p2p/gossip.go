@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -13,19 +14,33 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Verdict is a topic validator's decision.
-type Verdict int
+// Result is a topic validator's decision on one message.
+type Result int
 
-// Verdicts. Reject penalises the sender in gossipsub's score; Ignore drops the
-// message without penalty (for messages that cannot be decided yet).
+// Results. Reject drops the message and counts against the peer that forwarded it in
+// gossipsub's score; Ignore drops it without penalty. Either way the message ID (the
+// content hash) stays in gossipsub's seen cache, so the same bytes are never validated
+// or delivered again: a message that cannot be decided yet must be kept by the caller,
+// not ignored in the hope of a second delivery.
 const (
-	Accept Verdict = iota
+	Accept Result = iota
 	Reject
 	Ignore
 )
 
-func (v Verdict) result() pubsub.ValidationResult {
-	switch v {
+func (r Result) String() string {
+	switch r {
+	case Accept:
+		return "accept"
+	case Ignore:
+		return "ignore"
+	default:
+		return "reject"
+	}
+}
+
+func (r Result) pubsub() pubsub.ValidationResult {
+	switch r {
 	case Accept:
 		return pubsub.ValidationAccept
 	case Ignore:
@@ -33,6 +48,19 @@ func (v Verdict) result() pubsub.ValidationResult {
 	default:
 		return pubsub.ValidationReject
 	}
+}
+
+// Validator decides on a gossip message from its bytes alone. Messages carry no author
+// (see the package doc), so a validator never learns who published or forwarded a
+// message, and cannot be made to judge the same bytes differently by who sent them.
+// It runs concurrently for different messages, must be safe for concurrent use, must
+// respect ctx, and must not keep data after it returns.
+type Validator func(ctx context.Context, data []byte) Result
+
+// topic is one joined topic and its current validator.
+type topic struct {
+	t   *pubsub.Topic
+	val atomic.Pointer[Validator]
 }
 
 // Score thresholds. A fresh peer scores 0; only a negative application score or
@@ -47,7 +75,7 @@ var scoreThresholds = pubsub.PeerScoreThresholds{
 }
 
 // MessageID is gossipsub's message ID: the SHA-256 of the payload. The same bytes
-// published twice are one message.
+// published twice, by one host or by two, are one message.
 func MessageID(data []byte) string {
 	sum := sha256.Sum256(data)
 	return string(sum[:])
@@ -73,6 +101,8 @@ func (h *Host) scoreParams() *pubsub.PeerScoreParams {
 
 func (h *Host) startGossip() error {
 	ps, err := pubsub.NewGossipSub(h.ctx, h.h,
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
+		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(func(m *pb.Message) string { return MessageID(m.GetData()) }),
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerExchange(h.cfg.PeerExchange),
@@ -83,20 +113,40 @@ func (h *Host) startGossip() error {
 		return fmt.Errorf("starting gossipsub: %w", err)
 	}
 	h.ps = ps
-	h.topics = make(map[string]*pubsub.Topic, len(h.cfg.Topics))
+	h.topics = make(map[string]*topic, len(h.cfg.Topics))
 	for _, kind := range h.cfg.Topics {
-		t, err := ps.Join(TopicName(h.cfg.Network, h.cfg.Run, kind))
+		if err := h.join(kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// join registers the topic's validator, then joins the topic and, on a relaying host,
+// relays it: no message of the topic is ever handled before its validator is in place.
+func (h *Host) join(kind string) error {
+	tp := &topic{}
+	v := h.cfg.Validators[kind]
+	tp.val.Store(&v)
+	name := TopicName(h.cfg.Network, h.cfg.Run, kind)
+	val := func(ctx context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		return (*tp.val.Load())(ctx, m.GetData()).pubsub()
+	}
+	if err := h.ps.RegisterTopicValidator(name, pubsub.ValidatorEx(val)); err != nil {
+		return fmt.Errorf("registering %s validator: %w", kind, err)
+	}
+	t, err := h.ps.Join(name)
+	if err != nil {
+		return fmt.Errorf("joining %s topic: %w", kind, err)
+	}
+	tp.t = t
+	h.topics[kind] = tp
+	if h.cfg.PeerExchange {
+		r, err := t.Relay()
 		if err != nil {
-			return fmt.Errorf("joining %s topic: %w", kind, err)
+			return fmt.Errorf("relaying %s topic: %w", kind, err)
 		}
-		h.topics[kind] = t
-		if h.cfg.PeerExchange {
-			r, err := t.Relay()
-			if err != nil {
-				return fmt.Errorf("relaying %s topic: %w", kind, err)
-			}
-			h.relays = append(h.relays, r)
-		}
+		h.relays = append(h.relays, r)
 	}
 	return nil
 }
@@ -105,13 +155,13 @@ func (h *Host) startGossip() error {
 func (h *Host) Topics() []string {
 	out := make([]string, 0, len(h.topics))
 	for _, t := range h.topics {
-		out = append(out, t.String())
+		out = append(out, t.t.String())
 	}
 	slices.Sort(out)
 	return out
 }
 
-func (h *Host) topic(kind string) (*pubsub.Topic, error) {
+func (h *Host) topic(kind string) (*topic, error) {
 	t, ok := h.topics[kind]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, kind)
@@ -132,7 +182,7 @@ func (h *Host) Publish(ctx context.Context, kind string, data []byte) error {
 	if h.ctx.Err() != nil {
 		return ErrClosed
 	}
-	if err := t.Publish(ctx, data); err != nil {
+	if err := t.t.Publish(ctx, data); err != nil {
 		return fmt.Errorf("publishing on %s: %w", kind, err)
 	}
 	h.met.published(kind)
@@ -140,8 +190,9 @@ func (h *Host) Publish(ctx context.Context, kind string, data []byte) error {
 }
 
 // Message is one gossip message delivered to a subscriber.
+// Messages carry no author: whoever published the bytes first is not recorded, and
+// ReceivedFrom is only the neighbour that forwarded them.
 type Message struct {
-	From         peer.ID // the author, whose signature gossipsub checked
 	ReceivedFrom peer.ID // the peer that forwarded it (the host itself for its own messages)
 	Data         []byte  // the payload; the caller owns it
 	Local        bool    // published by this host
@@ -161,7 +212,7 @@ func (h *Host) Subscribe(kind string) (*Subscription, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub, err := t.Subscribe()
+	sub, err := t.t.Subscribe()
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to %s: %w", kind, err)
 	}
@@ -186,30 +237,24 @@ func (s *Subscription) Next(ctx context.Context) (*Message, error) {
 	if !local {
 		s.h.met.received(s.kind)
 	}
-	return &Message{From: m.GetFrom(), ReceivedFrom: m.ReceivedFrom, Data: m.GetData(), Local: local}, nil
+	return &Message{ReceivedFrom: m.ReceivedFrom, Data: m.GetData(), Local: local}, nil
 }
 
 // Cancel stops the subscription; Next then returns ErrClosed.
 func (s *Subscription) Cancel() { s.sub.Cancel() }
 
-// SetValidator installs v as the topic's validator, replacing any earlier one.
-// v receives the message's author (checked by signature) and payload, runs
-// concurrently for different messages, and must respect ctx. Rejected and ignored
-// messages reach no subscriber and are not forwarded.
-func (h *Host) SetValidator(kind string, v func(ctx context.Context, from peer.ID, data []byte) Verdict) error {
+// SetValidator replaces the validator of the topic of the given kind. The switch is
+// atomic: every message is checked by either the old or the new validator, never by
+// none. Rejected and ignored messages reach no subscriber and are not forwarded.
+func (h *Host) SetValidator(kind string, v Validator) error {
+	if v == nil {
+		return fmt.Errorf("%s validator: %w", kind, ErrNoValidator)
+	}
 	t, err := h.topic(kind)
 	if err != nil {
 		return err
 	}
-	h.valMu.Lock()
-	defer h.valMu.Unlock()
-	_ = h.ps.UnregisterTopicValidator(t.String()) // fails only when none is registered
-	val := func(ctx context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		return v(ctx, m.GetFrom(), m.GetData()).result()
-	}
-	if err := h.ps.RegisterTopicValidator(t.String(), pubsub.ValidatorEx(val)); err != nil {
-		return fmt.Errorf("registering %s validator: %w", kind, err)
-	}
+	t.val.Store(&v)
 	return nil
 }
 
@@ -237,7 +282,7 @@ func (h *Host) TopicPeers(kind string) []peer.ID {
 	if !ok {
 		return nil
 	}
-	ids := t.ListPeers()
+	ids := t.t.ListPeers()
 	slices.Sort(ids)
 	return ids
 }

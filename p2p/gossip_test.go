@@ -142,7 +142,7 @@ func TestAppScoreGraylists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.From != a.ID() || m.ReceivedFrom != c.ID() {
-		t.Fatalf("b got a message by %s relayed by %s, want a's message relayed by c (%s)", m.From, m.ReceivedFrom, c.ID())
+	if string(m.Data) != "from a" || m.ReceivedFrom != c.ID() {
+		t.Fatalf("b got %q relayed by %s, want a's message relayed by c (%s)", m.Data, m.ReceivedFrom, c.ID())
 	}
 }

@@ -30,10 +30,9 @@ type Host struct {
 	ps   *pubsub.PubSub
 	met  *metrics
 
-	topics   map[string]*pubsub.Topic // by kind; written only in New
+	topics   map[string]*topic // by kind; written only in New
 	relays   []pubsub.RelayCancelFunc
 	appScore atomic.Pointer[func(peer.ID) float64]
-	valMu    sync.Mutex // serialises SetValidator
 
 	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
 
@@ -111,7 +110,7 @@ func (h *Host) Close() error {
 			r()
 		}
 		for _, t := range h.topics {
-			_ = t.Close() // fails only while a subscription is open; the host goes anyway
+			_ = t.t.Close() // fails only while a subscription is open; the host goes anyway
 		}
 		derr := h.dht.Close()
 		herr := h.h.Close()

@@ -58,6 +58,7 @@ func TestConfigErrors(t *testing.T) {
 		"bad mode":     func(c *p2p.Config) { c.DHTMode = "maybe" },
 		"bad kind":     func(c *p2p.Config) { c.Topics = []string{"blocks"} },
 		"bad conns":    func(c *p2p.Config) { c.ConnLow, c.ConnHigh = 10, 5 },
+		"no validator": func(c *p2p.Config) { delete(c.Validators, p2p.KindAttest) },
 	} {
 		c := p2ptest.Config(p2ptest.Key())
 		mutate(&c)
@@ -65,6 +66,15 @@ func TestConfigErrors(t *testing.T) {
 			_ = h.Close()
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+func TestSetValidatorNilRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, _ := pair(t, ctx)
+	if err := a.SetValidator(p2p.KindShards, nil); !errors.Is(err, p2p.ErrNoValidator) {
+		t.Fatalf("nil validator: got %v, want ErrNoValidator", err)
 	}
 }
 
@@ -103,8 +113,8 @@ func TestPublishCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(m.Data, big) || m.From != a.ID() || m.Local {
-		t.Fatalf("got %d bytes from %s (local %v), want %d from %s", len(m.Data), m.From, m.Local, len(big), a.ID())
+	if !bytes.Equal(m.Data, big) || m.ReceivedFrom != a.ID() || m.Local {
+		t.Fatalf("got %d bytes from %s (local %v), want %d from %s", len(m.Data), m.ReceivedFrom, m.Local, len(big), a.ID())
 	}
 	if m, err := own.Next(ctx); err != nil || !m.Local || !bytes.Equal(m.Data, big) {
 		t.Fatalf("publisher's own subscription: got %v, want its message marked local", err)
@@ -115,9 +125,9 @@ func TestValidatorReject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, b := pair(t, ctx)
-	seen := make(chan peer.ID, 4)
-	err := b.SetValidator(p2p.KindEvidence, func(_ context.Context, from peer.ID, data []byte) p2p.Verdict {
-		seen <- from
+	seen := make(chan string, 4)
+	err := b.SetValidator(p2p.KindEvidence, func(_ context.Context, data []byte) p2p.Result {
+		seen <- string(data)
 		if strings.HasPrefix(string(data), "bad") {
 			return p2p.Reject
 		}
@@ -149,12 +159,12 @@ func TestValidatorReject(t *testing.T) {
 		t.Fatalf("subscriber got %q, want only the accepted message", m.Data)
 	}
 	// Validation runs concurrently: the rejected message may be checked after the
-	// accepted one was delivered, but both are checked, with a as the author.
+	// accepted one was delivered, but both are checked.
 	for range 2 {
 		select {
-		case from := <-seen:
-			if from != a.ID() {
-				t.Fatalf("validator saw author %s, want %s", from, a.ID())
+		case d := <-seen:
+			if d != "bad one" && d != "good one" {
+				t.Fatalf("validator saw %q", d)
 			}
 		case <-ctx.Done():
 			t.Fatal("validator did not see both messages")

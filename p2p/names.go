@@ -19,7 +19,7 @@ var Kinds = []string{KindShards, KindRecords, KindEvidence, KindAttest}
 
 // MaxMessageSize is the largest payload Publish accepts. Gossipsub frames a message
 // in an RPC capped at 1 MiB and drops a larger RPC silently at send; the difference
-// leaves room for the envelope (topic, author, sequence number, key, signature).
+// leaves room for the envelope (topic and framing; messages carry no author).
 const MaxMessageSize = 1<<20 - 16<<10
 
 // DHTPrefix is the private DHT's protocol prefix: the DHT speaks

@@ -34,22 +34,34 @@ func Key() crypto.PrivKey {
 }
 
 // Config is a local-profile host: loopback TCP on a free port, DHT server, no
-// colocation penalty, every topic kind joined, fast retries. Swarms use TCP by
+// colocation penalty, every topic kind joined with an accept-all validator, fast
+// retries. Swarms use TCP by
 // default because all their hosts share one process's CPU, and QUIC's userspace
 // packet handling makes a swarm of dozens CPU-bound; set Listen to ListenQUIC or
 // ListenBoth to run them over QUIC.
 func Config(key crypto.PrivKey) p2p.Config {
 	return p2p.Config{
-		Identity: key,
-		Listen:   ListenTCP,
-		Network:  Network,
-		Run:      Run,
-		DHTMode:  p2p.DHTServer,
-		Topics:   p2p.Kinds,
-		RetryMin: 100 * time.Millisecond,
-		RetryMax: 2 * time.Second,
-		Logger:   slog.New(slog.DiscardHandler),
+		Identity:   key,
+		Listen:     ListenTCP,
+		Network:    Network,
+		Run:        Run,
+		DHTMode:    p2p.DHTServer,
+		Topics:     p2p.Kinds,
+		Validators: AcceptAll(),
+		RetryMin:   100 * time.Millisecond,
+		RetryMax:   2 * time.Second,
+		Logger:     slog.New(slog.DiscardHandler),
 	}
+}
+
+// AcceptAll returns a validator for every topic kind that accepts any bytes: for
+// tests and benchmarks that move opaque payloads.
+func AcceptAll() map[string]p2p.Validator {
+	m := make(map[string]p2p.Validator, len(p2p.Kinds))
+	for _, k := range p2p.Kinds {
+		m[k] = func(context.Context, []byte) p2p.Result { return p2p.Accept }
+	}
+	return m
 }
 
 // Swarm is a bootstrap host and the hosts that joined through it.
