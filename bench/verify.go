@@ -10,6 +10,7 @@ import (
 	sevdata "github.com/google/go-sev-guest/verify/testdata"
 	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -136,8 +137,12 @@ func benchKey(b byte) ed25519.PrivateKey {
 
 func simSetup() (*verify.Bundle, *verify.Policy, []byte, error) {
 	root := benchKey(1)
+	identity, err := crypto.UnmarshalEd25519PrivateKey(benchKey(3))
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	b, err := verify.NewSimBundle(root, make([]byte, verify.MeasurementSize), "bench-00000000", "run",
-		"12D3KooWbench", 5, benchKey(2).Public().(ed25519.PublicKey))
+		identity, 5, benchKey(2).Public().(ed25519.PublicKey))
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -35,19 +35,26 @@ type Checker struct {
 	// EpochTime gives the instant at which a bundle of an epoch must have valid
 	// certificates. It must be a pure function of the epoch (for example the network's
 	// genesis time plus the epoch's length in rounds times the round length), never the
-	// clock. Nil means the zero time, at which no real certificate is valid: then only sim
-	// evidence, which has no certificates, can prove anything about an attestation.
+	// clock. When it is nil, no evidence that needs an attestation checked proves anything
+	// (ErrNoEpochTime): a zero time would make the libraries read the clock.
 	EpochTime func(epoch uint64) time.Time
 	// ContentCheck is the deterministic content check of a shard payload (decodes, shapes,
 	// finite, norm bound). It returns nil for a valid payload.
 	ContentCheck func(payload []byte) error
 }
 
+// ErrNoEpochTime is wrapped (with ErrBadEvidence) when evidence needs an attestation
+// checked and the Checker has no EpochTime.
+var ErrNoEpochTime = fmt.Errorf("%w: the checker has no epoch time base, so no attestation can be checked", ErrBadEvidence)
+
 // Check verifies that e proves an offence and returns it. Any error wraps ErrBadEvidence
 // (or ErrMalformed) and means: nobody is penalised.
 func (c *Checker) Check(e *Evidence) (Offence, error) {
 	if err := e.checkShape(); err != nil {
 		return Offence{}, err
+	}
+	if c.EpochTime == nil {
+		return Offence{}, ErrNoEpochTime // every kind rests on a verified bundle
 	}
 	b, err := verify.UnmarshalBundle(e.Bundle)
 	if err != nil {
@@ -150,10 +157,10 @@ func (c *Checker) verify(b *verify.Bundle, p *verify.Policy) error {
 	if p == nil {
 		return fmt.Errorf("no attestation policy configured")
 	}
-	var now time.Time
-	if c.EpochTime != nil {
-		now = c.EpochTime(b.Epoch)
+	if c.EpochTime == nil {
+		return ErrNoEpochTime
 	}
+	now := c.EpochTime(b.Epoch)
 	seed := verify.EpochSeed(b.Network, b.Run, b.Epoch)
 	_, err := verify.Verify(b, p, seed[:], b.Epoch, now)
 	return err

@@ -12,17 +12,22 @@ import (
 
 func testPeer(t *testing.T, seed byte) peer.ID {
 	t.Helper()
-	s := make([]byte, 32)
-	s[0] = seed
-	priv, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := peer.IDFromPrivateKey(priv)
+	id, err := peer.IDFromPrivateKey(testIdentity(seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// testIdentity returns a deterministic libp2p identity key from a seed byte.
+func testIdentity(seed byte) crypto.PrivKey {
+	s := make([]byte, 32)
+	s[0] = seed
+	priv, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(s))
+	if err != nil {
+		panic(err) // a 64-byte Ed25519 key always unmarshals
+	}
+	return priv
 }
 
 // TestParsePeerIDRefusesOtherForms: the CIDv1 form of a valid ID names the same peer but

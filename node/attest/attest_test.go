@@ -66,7 +66,7 @@ func TestSimBundleEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{5}, 32)).Public().(ed25519.PublicKey)
-	b, err := Attest(context.Background(), prod, "testnet-00000000", "r1", "12D3KooWpeer", 3, eph)
+	b, err := Attest(context.Background(), prod, "testnet-00000000", "r1", testIdentity(t), 3, eph)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDevnetProducerMatchesDevnetSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{6}, 32)).Public().(ed25519.PublicKey)
-	b, err := Attest(context.Background(), prod, spec.NetworkID(), spec.Run, "12D3KooWpeer", 0, eph)
+	b, err := Attest(context.Background(), prod, spec.NetworkID(), spec.Run, testIdentity(t), 0, eph)
 	if err != nil {
 		t.Fatal(err)
 	}
