@@ -56,9 +56,12 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	if c.EpochTime == nil {
 		return Offence{}, ErrNoEpochTime // every kind rests on a verified bundle
 	}
-	b, err := verify.UnmarshalBundle(e.Bundle)
+	b, err := c.bundle(e.Bundle)
 	if err != nil {
-		return Offence{}, fmt.Errorf("%w: bundle: %v", ErrBadEvidence, err)
+		return Offence{}, err
+	}
+	if e.Kind == KindEquivocation {
+		return c.checkEquivocation(b, e)
 	}
 	if err := c.checkHeaders(b, e.Headers); err != nil {
 		return Offence{}, err
@@ -66,8 +69,6 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	h := &e.Headers[0].Header
 	off := Offence{Kind: e.Kind, Peer: h.Peer, Round: h.Round, Index: h.Index}
 	switch e.Kind {
-	case KindEquivocation:
-		err = c.checkEquivocation(b, e.Headers)
 	case KindInvalidAttestation:
 		off.Index = 0
 		err = c.checkAttestation(b)
@@ -80,38 +81,82 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	return off, nil
 }
 
-// checkHeaders: every header is for this network and run, names this bundle, is by the
-// bundle's peer and is signed by the bundle's ephemeral key.
+// bundle decodes a bundle and requires it to be for this network and run.
+func (c *Checker) bundle(enc []byte) (*verify.Bundle, error) {
+	b, err := verify.UnmarshalBundle(enc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bundle: %v", ErrBadEvidence, err)
+	}
+	if b.Network != c.Network || b.Run != c.Run {
+		return nil, fmt.Errorf("%w: bundle is for %s/%s, not %s/%s", ErrBadEvidence, b.Network, b.Run, c.Network, c.Run)
+	}
+	return b, nil
+}
+
+// checkHeaders: every header names this bundle and is signed under it (see checkSigned).
 func (c *Checker) checkHeaders(b *verify.Bundle, hs []SignedHeader) error {
 	bh := b.Hash()
-	if b.Network != c.Network || b.Run != c.Run {
-		return fmt.Errorf("%w: bundle is for %s/%s, not %s/%s", ErrBadEvidence, b.Network, b.Run, c.Network, c.Run)
-	}
 	for i := range hs {
-		h := &hs[i].Header
-		switch {
-		case h.Network != c.Network || h.Run != c.Run:
-			return fmt.Errorf("%w: shard is for %s/%s, not %s/%s", ErrBadEvidence, h.Network, h.Run, c.Network, c.Run)
-		case !bytes.Equal(h.BundleHash, bh[:]):
+		if !bytes.Equal(hs[i].Header.BundleHash, bh[:]) {
 			return fmt.Errorf("%w: shard names another bundle", ErrBadEvidence)
-		case h.Peer != b.PeerID:
-			return fmt.Errorf("%w: shard peer %s is not the bundle's peer %s", ErrBadEvidence, h.Peer, b.PeerID)
 		}
-		if err := verify.CheckHeaderSignature(h, hs[i].Sig, b.EphemeralKey); err != nil {
-			return fmt.Errorf("%w: shard signature: %v", ErrBadEvidence, err)
+		if err := c.checkSigned(b, &hs[i]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// checkEquivocation: the two headers (already distinct and sorted) share peer, round and
-// index, and the key that signed both is attested for the peer.
-func (c *Checker) checkEquivocation(b *verify.Bundle, hs []SignedHeader) error {
-	x, y := &hs[0].Header, &hs[1].Header
-	if x.Peer != y.Peer || x.Round != y.Round || x.Index != y.Index {
-		return fmt.Errorf("%w: headers are for different shards", ErrBadEvidence)
+// checkSigned: the header is for this network and run, by the bundle's peer, and signed by
+// the bundle's ephemeral key.
+func (c *Checker) checkSigned(b *verify.Bundle, s *SignedHeader) error {
+	h := &s.Header
+	switch {
+	case h.Network != c.Network || h.Run != c.Run:
+		return fmt.Errorf("%w: shard is for %s/%s, not %s/%s", ErrBadEvidence, h.Network, h.Run, c.Network, c.Run)
+	case h.Peer != b.PeerID:
+		return fmt.Errorf("%w: shard peer %s is not the bundle's peer %s", ErrBadEvidence, h.Peer, b.PeerID)
 	}
-	return c.attested(b)
+	if err := verify.CheckHeaderSignature(h, s.Sig, b.EphemeralKey); err != nil {
+		return fmt.Errorf("%w: shard signature: %v", ErrBadEvidence, err)
+	}
+	return nil
+}
+
+// checkEquivocation: two different headers (checkShape) for one peer, round and index, each
+// signed by the key of a bundle of that peer (b0, or Bundle2 for the second header when
+// present) that verifies under the network's policy. Each bundle carries the peer's
+// identity signature, so the peer itself attested both keys, whichever bundle hash each
+// header names.
+func (c *Checker) checkEquivocation(b0 *verify.Bundle, e *Evidence) (Offence, error) {
+	b1 := b0
+	if e.Bundle2 != nil {
+		var err error
+		if b1, err = c.bundle(e.Bundle2); err != nil {
+			return Offence{}, err
+		}
+		if b1.PeerID != b0.PeerID {
+			return Offence{}, fmt.Errorf("%w: the bundles are of different peers", ErrBadEvidence)
+		}
+	}
+	for i, b := range []*verify.Bundle{b0, b1} {
+		if err := c.checkSigned(b, &e.Headers[i]); err != nil {
+			return Offence{}, err
+		}
+	}
+	x, y := &e.Headers[0].Header, &e.Headers[1].Header
+	if x.Peer != y.Peer || x.Round != y.Round || x.Index != y.Index {
+		return Offence{}, fmt.Errorf("%w: headers are for different shards", ErrBadEvidence)
+	}
+	if err := c.attested(b0); err != nil {
+		return Offence{}, err
+	}
+	if b1 != b0 {
+		if err := c.attested(b1); err != nil {
+			return Offence{}, err
+		}
+	}
+	return Offence{Kind: KindEquivocation, Peer: x.Peer, Round: x.Round, Index: x.Index}, nil
 }
 
 // attested requires the bundle to verify under the network's policy: only then is its key

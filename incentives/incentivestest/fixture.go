@@ -93,6 +93,16 @@ func (f *Fixture) Bundle(peer string, fail verify.Class) []byte {
 	return f.encode(f.simBundle(root, m, boundTo, PeerID(peer), f.Key(peer)), Identity(peer))
 }
 
+// SecondKey is peer's ephemeral key of its second bundle (SecondBundle).
+func (f *Fixture) SecondKey(peer string) ed25519.PrivateKey { return key("peer2/" + peer) }
+
+// SecondBundle returns a second valid bundle of peer for the same epoch, attesting
+// SecondKey(peer): a peer may attest two keys in one epoch.
+func (f *Fixture) SecondBundle(peer string) []byte {
+	id := PeerID(peer)
+	return f.encode(f.simBundle(f.root(), GoodMeasurement, id, id, f.SecondKey(peer)), Identity(peer))
+}
+
 // Frame returns the bundle an attacker makes to frame victim: genuine sim evidence (the
 // network's root) of a measurement not allowed, bound to the victim's peer ID and the
 // attacker's ephemeral key (Key(attacker)), signed by the attacker's identity, since the
