@@ -188,8 +188,12 @@ func snpOp(VerifyOptions) (func() error, error) {
 
 func tdxOp(VerifyOptions) (func() error, error) {
 	p := verify.DefaultPolicy(verify.KindTDX)
+	quote, err := verify.TrimTDXQuote(tdxdata.RawQuote)
+	if err != nil {
+		return nil, err
+	}
 	return func() error {
-		_, err := verify.VerifyEvidence(verify.KindTDX, tdxdata.RawQuote, nil, p, tdxSampleTime)
+		_, err := verify.VerifyEvidence(verify.KindTDX, quote, nil, p, tdxSampleTime)
 		return err
 	}, nil
 }

@@ -51,9 +51,9 @@ type Bundle struct {
 	// Evidence is the raw SEV-SNP report (with its signature), the TDX quote, or the sim
 	// evidence (see SimEvidence).
 	Evidence []byte `cbor:"3,keyasint"`
-	// Endorsements are DER certificates the verifier needs: for SEV-SNP the VCEK or VLEK
-	// first, optionally followed by ASK and ARK. Roots sent here are never trusted: the chain
-	// must end in a root pinned by the verifier.
+	// Endorsements are the DER certificates the verifier needs: for SEV-SNP exactly the
+	// VCEK or VLEK (the ASK and ARK are pinned by the verifier, never taken from here); for
+	// TDX and sim none. Anything more is refused.
 	Endorsements [][]byte `cbor:"4,keyasint"`
 	// EphemeralKey is the ed25519 public key (32 bytes) that signs this peer's shards.
 	EphemeralKey []byte `cbor:"5,keyasint"`

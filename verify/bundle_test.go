@@ -7,7 +7,6 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	sevdata "github.com/google/go-sev-guest/verify/testdata"
-	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -104,7 +103,7 @@ func FuzzUnmarshalBundle(f *testing.F) {
 		mustSimBundle(f, root, 1),
 		{Version: BundleVersion, Kind: KindSEVSNP, Evidence: sevdata.AttestationBytes, Endorsements: [][]byte{sevdata.VcekBytes},
 			EphemeralKey: eph, PeerID: p, Network: "n", Run: "r", IdentitySig: make([]byte, IdentitySigSize)},
-		{Version: BundleVersion, Kind: KindTDX, Evidence: tdxdata.RawQuote, EphemeralKey: eph, PeerID: p, Network: "n", Run: "r"},
+		{Version: BundleVersion, Kind: KindTDX, Evidence: tdxQuote, EphemeralKey: eph, PeerID: p, Network: "n", Run: "r"},
 	} {
 		enc, err := b.Marshal()
 		if err != nil {

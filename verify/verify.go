@@ -96,6 +96,9 @@ func VerifyEvidence(kind Kind, evidence []byte, endorsements [][]byte, p *Policy
 	if kind != KindSim && !p.accepts(kind) {
 		return nil, errorf(ClassUnsupportedKind, nil, "the policy does not accept kind %q", kind)
 	}
+	if err := checkEndorsementCount(kind, endorsements); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case KindSEVSNP:
 		return verifySNP(evidence, endorsements, &p.SNP, now)
@@ -104,6 +107,20 @@ func VerifyEvidence(kind Kind, evidence []byte, endorsements [][]byte, p *Policy
 	default:
 		return verifySim(evidence, p)
 	}
+}
+
+// checkEndorsementCount refuses endorsements the evidence does not use: SEV-SNP uses
+// exactly its VCEK or VLEK (the AMD roots are pinned), TDX quotes carry their own PCK chain,
+// and sim evidence has none. Unused bytes would make free variants of one attestation.
+func checkEndorsementCount(kind Kind, endorsements [][]byte) error {
+	used := 0
+	if kind == KindSEVSNP {
+		used = 1
+	}
+	if len(endorsements) > used {
+		return errorf(ClassMalformed, nil, "%d endorsements for %s evidence, which uses %d", len(endorsements), kind, used)
+	}
+	return nil
 }
 
 // ErrZeroTime is wrapped (class collateral_invalid) when a verification is asked at the

@@ -95,7 +95,11 @@ func attestVerify(c *cli.Context) error {
 	case string(verify.KindSEVSNP):
 		v, err = verifySNPFile(c, data, p, now)
 	case string(verify.KindTDX):
-		v, err = verify.VerifyEvidence(verify.KindTDX, data, nil, p, now)
+		// A raw quote as a provider returned it may carry bytes after its signed data;
+		// bundles never do (producers trim).
+		if data, err = verify.TrimTDXQuote(data); err == nil {
+			v, err = verify.VerifyEvidence(verify.KindTDX, data, nil, p, now)
+		}
 	default:
 		return fmt.Errorf("unknown --kind %q (want bundle, sev-snp or tdx)", c.String("kind"))
 	}

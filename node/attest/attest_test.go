@@ -168,7 +168,7 @@ func TestLoadTDXCollateral(t *testing.T) {
 	p := verify.DefaultPolicy(verify.KindTDX)
 	p.TDX.Collateral = c
 	// The library's sample TCB info lists newer levels than its sample quote (see verify's tests).
-	_, err = verify.VerifyEvidence(verify.KindTDX, tdxdata.RawQuote, nil, p, time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC))
+	_, err = verify.VerifyEvidence(verify.KindTDX, trimmedQuote(t), nil, p, time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC))
 	if verify.ClassOf(err) != verify.ClassTCBTooLow {
 		t.Fatalf("collateral from files: %v", err)
 	}
@@ -246,4 +246,13 @@ func TestEpochOf(t *testing.T) {
 	if EpochOf(0, 100) != 0 || EpochOf(99, 100) != 0 || EpochOf(100, 100) != 1 || EpochOf(5, 0) != 0 {
 		t.Fatal("epochs")
 	}
+}
+
+func trimmedQuote(t *testing.T) []byte {
+	t.Helper()
+	q, err := verify.TrimTDXQuote(tdxdata.RawQuote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

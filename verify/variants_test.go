@@ -1,0 +1,43 @@
+package verify
+
+import (
+	"testing"
+
+	sevdata "github.com/google/go-sev-guest/verify/testdata"
+	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
+)
+
+// TestUnusedEndorsementsRefused: evidence verifies only with exactly the endorsements it
+// uses (SEV-SNP: its VCEK or VLEK; TDX and sim: none), so one attestation has no free
+// variants that cost a full verification each and evade the cache.
+func TestUnusedEndorsementsRefused(t *testing.T) {
+	extra := []byte("an unused certificate")
+	_, err := VerifyEvidence(KindSEVSNP, sevdata.AttestationBytes, [][]byte{sevdata.VcekBytes, extra}, snpTestPolicy(true), snpNow)
+	wantClass(t, err, ClassMalformed)
+	_, err = VerifyEvidence(KindTDX, tdxQuote, [][]byte{extra}, DefaultPolicy(KindTDX), tdxNow)
+	wantClass(t, err, ClassMalformed)
+	root := testKey(1)
+	b := simBundle(t, root, 7)
+	b.Endorsements = [][]byte{extra}
+	_, err = Verify(b, simPolicy(root), seedFor(b), 7, testNow)
+	wantClass(t, err, ClassMalformed)
+}
+
+// TestTrailingBytesRefused: bytes after the evidence are refused, for every kind.
+func TestTrailingBytesRefused(t *testing.T) {
+	_, err := VerifyEvidence(KindTDX, append(append([]byte(nil), tdxQuote...), 0), nil, DefaultPolicy(KindTDX), tdxNow)
+	wantClass(t, err, ClassMalformed)
+	// The go-tdx-guest sample carries 39 bytes after its signed data; trimmed, it verifies.
+	_, err = VerifyEvidence(KindTDX, tdxdata.RawQuote, nil, DefaultPolicy(KindTDX), tdxNow)
+	wantClass(t, err, ClassMalformed)
+	if _, err := VerifyEvidence(KindTDX, tdxQuote, nil, DefaultPolicy(KindTDX), tdxNow); err != nil {
+		t.Fatalf("trimmed sample quote: %v", err)
+	}
+	_, err = VerifyEvidence(KindSEVSNP, append(append([]byte(nil), sevdata.AttestationBytes...), 0), [][]byte{sevdata.VcekBytes}, snpTestPolicy(true), snpNow)
+	wantClass(t, err, ClassMalformed)
+	root := testKey(1)
+	b := simBundle(t, root, 7)
+	b.Evidence = append(b.Evidence, 0)
+	_, err = Verify(b, simPolicy(root), seedFor(b), 7, testNow)
+	wantClass(t, err, ClassMalformed)
+}
