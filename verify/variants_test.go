@@ -41,3 +41,18 @@ func TestTrailingBytesRefused(t *testing.T) {
 	_, err = Verify(b, simPolicy(root), seedFor(b), 7, testNow)
 	wantClass(t, err, ClassMalformed)
 }
+
+// TestPolicyTDXMRTDWithoutRTMRsRefused: a policy that pins the TD firmware (MRTD) but not
+// what it boots (RTMR0-2) is refused before use.
+func TestPolicyTDXMRTDWithoutRTMRsRefused(t *testing.T) {
+	p := DefaultPolicy(KindTDX)
+	m := make([]byte, MeasurementSize)
+	p.TDX.MRTDs = [][]byte{m}
+	if err := p.Validate(); err == nil {
+		t.Fatal("MRTD allow-list without RTMR allow-lists accepted")
+	}
+	p.TDX.RTMRs = [4][][]byte{{m}, {m}, {m}}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("MRTD with RTMR0-2: %v", err)
+	}
+}

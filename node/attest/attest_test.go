@@ -256,3 +256,12 @@ func trimmedQuote(t *testing.T) []byte {
 	}
 	return q
 }
+
+// TestPolicyFromSpecRefusesMRTDWithoutRTMRs: a spec struct built without validation still
+// cannot give a TDX policy that pins the firmware but not what it boots.
+func TestPolicyFromSpecRefusesMRTDWithoutRTMRs(t *testing.T) {
+	a := configs.AttestSpec{Kinds: []string{configs.KindTDX}, TDX: configs.TDXSpec{MRTDs: []string{strings.Repeat("ab", 48)}}}
+	if _, err := PolicyFromSpec(a, "", ""); err == nil || !strings.Contains(err.Error(), "RTMR0") {
+		t.Fatalf("MRTD without RTMRs: %v", err)
+	}
+}
