@@ -1,12 +1,15 @@
 package incentives_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"testing"
 	"time"
 
-	sevdata "github.com/google/go-sev-guest/verify/testdata"
+	"github.com/google/go-sev-guest/abi"
+	sevtest "github.com/google/go-sev-guest/testing"
+	"github.com/google/go-sev-guest/verify/trust"
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
@@ -59,15 +62,50 @@ func TestForgedEquivocationWithoutAllowListRefused(t *testing.T) {
 	}
 }
 
-// snpFrame is invalid-attestation evidence against victim built on go-sev-guest's genuine
-// sample report (a debug guest whose measurement the checker's policy may refuse), wrapped
-// in a bundle that names the victim and is signed by the attacker's identity.
+// snpTime is when the fake AMD chain below was made; snpCheckTime is inside its validity.
+var (
+	snpTime      = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	snpCheckTime = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// genuineSNP returns an SEV-SNP report of a debug guest with measurement zero whose user
+// data is reportData, signed by the VCEK of go-sev-guest's test-only AMD chain, and the AMD
+// roots (ARK, ASK) that chain ends in: for a policy that pins them, a genuine report of an
+// image that no allow-list names, from a guest that chose its own user data.
+func genuineSNP(t *testing.T, reportData [64]byte) (report, vcek []byte, roots map[string][]*trust.AMDRootCerts) {
+	t.Helper()
+	signer, err := sevtest.DefaultTestOnlyCertChain("Milan-B0", snpTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := sevtest.TestRawReport(reportData)
+	report = raw[:abi.ReportSize]
+	r, s, err := signer.Sign(abi.SignedComponent(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := abi.SetSignature(r, s, report); err != nil {
+		t.Fatal(err)
+	}
+	root := trust.AMDRootCertsProduct("Milan")
+	root.ProductCerts = &trust.ProductCerts{Ark: signer.Ark, Ask: signer.Ask}
+	return report, signer.Vcek.Raw, map[string][]*trust.AMDRootCerts{"Milan": {root}}
+}
+
+// snpFrame is invalid-attestation evidence against victim: a genuine SEV-SNP report whose
+// user data binds the victim's peer ID to the attacker's ephemeral key, in a bundle that
+// names the victim and is signed by the attacker's identity. It sets c's SNP roots to the
+// chain that signed the report.
 func snpFrame(t *testing.T, c *incentives.Checker, victim, attacker string) *incentives.Evidence {
 	t.Helper()
 	eph := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
-	b := &verify.Bundle{Version: verify.BundleVersion, Kind: verify.KindSEVSNP, Evidence: sevdata.AttestationBytes,
-		Endorsements: [][]byte{sevdata.VcekBytes}, EphemeralKey: eph.Public().(ed25519.PublicKey),
-		PeerID: incentivestest.PeerID(victim), Network: c.Network, Run: c.Run}
+	pub := eph.Public().(ed25519.PublicKey)
+	peerID := incentivestest.PeerID(victim)
+	seed := verify.EpochSeed(c.Network, c.Run, 0)
+	report, vcek, roots := genuineSNP(t, verify.ReportData(c.Network, c.Run, peerID, pub, seed[:]))
+	c.Policy.SNP.Roots = roots
+	b := &verify.Bundle{Version: verify.BundleVersion, Kind: verify.KindSEVSNP, Evidence: report,
+		Endorsements: [][]byte{vcek}, EphemeralKey: pub, PeerID: peerID, Network: c.Network, Run: c.Run}
 	sig, err := incentivestest.Identity(attacker).Sign(b.IdentityMessage())
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +128,24 @@ func snpChecker() *incentives.Checker {
 	p := verify.DefaultPolicy(verify.KindSEVSNP)
 	p.Network, p.Run = "testnet", "run-1"
 	return &incentives.Checker{Network: "testnet", Run: "run-1", Policy: p,
-		EpochTime: func(uint64) time.Time { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) }}
+		EpochTime: func(uint64) time.Time { return snpCheckTime }}
 }
 
 // TestFramingWithSNPReportOfAnotherImageRefused: a genuine SEV-SNP report of an image the
-// network does not allow, wrapped in a bundle naming the victim, proves nothing.
+// network does not allow, bound by its guest to the victim's peer ID, proves nothing.
 func TestFramingWithSNPReportOfAnotherImageRefused(t *testing.T) {
 	c := snpChecker()
 	c.Policy.SNP.AllowDebug = true
-	c.Policy.SNP.Measurements = [][]byte{make([]byte, verify.MeasurementSize)}
+	c.Policy.SNP.Measurements = [][]byte{bytes.Repeat([]byte{1}, verify.MeasurementSize)}
 	wantRefused(t, c, snpFrame(t, c, "victim", "attacker"))
+	// Had the victim signed that bundle itself, the same report would prove its offence.
+	if off, err := c.Check(snpFrame(t, c, "victim", "victim")); err != nil || off.Peer != incentivestest.PeerID("victim") {
+		t.Fatalf("the victim's own bundle: %v %v", off, err)
+	}
 }
 
-// TestFramingWithSNPDebugGuestRefused: a genuine report of a debug guest, wrapped in a
-// bundle naming the victim, proves nothing.
+// TestFramingWithSNPDebugGuestRefused: a genuine report of a debug guest, bound by its
+// guest to the victim's peer ID, proves nothing.
 func TestFramingWithSNPDebugGuestRefused(t *testing.T) {
 	c := snpChecker()
 	wantRefused(t, c, snpFrame(t, c, "victim", "attacker"))
