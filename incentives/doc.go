@@ -53,5 +53,10 @@
 //
 // The package reads no clock, no files and no network. Evidence checks call the hooks of
 // Checker (bundle verification and the content check), which the node sets; they must be
-// deterministic for the ledger to be.
+// deterministic for the ledger to be. Certificates are judged at Checker.EpochTime of the
+// bundle's epoch, a function of the network spec; without it no evidence is checked.
+//
+// Evidence against a peer holds only for bundles that the peer's libp2p identity key
+// signed (verify checks that signature), so nobody can wrap a report, however genuine,
+// in a bundle that names someone else.
 package incentives

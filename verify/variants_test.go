@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"crypto/ed25519"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	sevdata "github.com/google/go-sev-guest/verify/testdata"
 	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
@@ -55,4 +58,26 @@ func TestPolicyTDXMRTDWithoutRTMRsRefused(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("MRTD with RTMR0-2: %v", err)
 	}
+}
+
+// TestBundlePeerIDNotCanonicalRefused: a bundle made, bound and identity-signed in the
+// CIDv1 form of a peer ID is malformed: one peer has one name in bundles, shards and the
+// ledger.
+func TestBundlePeerIDNotCanonicalRefused(t *testing.T) {
+	root := testKey(1)
+	id := testPeer(t, 9)
+	cidForm := peer.ToCid(id).String()
+	eph := testKey(9).Public().(ed25519.PublicKey)
+	seed := EpochSeed("testnet-1a2b3c4d", "run-1", 7)
+	ev, err := SignSimEvidence(root, simMeasurement(), ReportData("testnet-1a2b3c4d", "run-1", cidForm, eph, seed[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Bundle{Version: BundleVersion, Kind: KindSim, Evidence: ev, EphemeralKey: eph, PeerID: cidForm,
+		Network: "testnet-1a2b3c4d", Run: "run-1", Epoch: 7}
+	if b.IdentitySig, err = testIdentity(9).Sign(b.IdentityMessage()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(b, simPolicy(root), seed[:], 7, testNow)
+	wantClass(t, err, ClassMalformed)
 }
