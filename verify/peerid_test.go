@@ -76,3 +76,21 @@ func TestParsePeerIDRefusesHashedKeys(t *testing.T) {
 		t.Fatal("a peer ID without an embedded key was accepted")
 	}
 }
+
+// TestParsePeerIDRefusesWeakKeys: a peer ID whose Ed25519 key is of small order is refused.
+// Under such a key anyone can make identity signatures, so anyone could make bundles in
+// that peer's name and have it slashed, or act as it in the ledger.
+func TestParsePeerIDRefusesWeakKeys(t *testing.T) {
+	identity := append([]byte{1}, make([]byte, 31)...) // the neutral element
+	pub, err := crypto.UnmarshalEd25519PublicKey(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ParsePeerID(id.String()); ClassOf(err) != ClassMalformed {
+		t.Fatalf("peer ID with a small-order key: %v, want malformed", err)
+	}
+}

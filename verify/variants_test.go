@@ -81,3 +81,18 @@ func TestBundlePeerIDNotCanonicalRefused(t *testing.T) {
 	_, err = Verify(b, simPolicy(root), seed[:], 7, testNow)
 	wantClass(t, err, ClassMalformed)
 }
+
+// TestEpochWindowAtTheTop: the window has no overflow: a bundle of the current epoch is
+// accepted even at the largest epoch, and one far ahead of epoch 0 is not.
+func TestEpochWindowAtTheTop(t *testing.T) {
+	const top = ^uint64(0)
+	if err := checkEpoch(top, top, 0); err != nil {
+		t.Fatalf("current epoch at the top: %v", err)
+	}
+	if err := checkEpoch(top, top-1, 0); err != nil {
+		t.Fatalf("one ahead at the top: %v", err)
+	}
+	if err := checkEpoch(top, 0, top); ClassOf(err) != ClassStale {
+		t.Fatalf("far ahead: %v, want stale", err)
+	}
+}

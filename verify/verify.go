@@ -137,7 +137,7 @@ func checkNow(now time.Time) error {
 
 // checkEpoch accepts epoch at current when it is at most one ahead and at most maxAge behind.
 func checkEpoch(epoch, current, maxAge uint64) error {
-	if epoch > current+1 || current > epoch && current-epoch > maxAge {
+	if epoch > current && epoch-current > 1 || current > epoch && current-epoch > maxAge {
 		return errorf(ClassStale, nil, "bundle epoch %d at current epoch %d (max age %d)", epoch, current, maxAge)
 	}
 	return nil
