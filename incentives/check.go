@@ -38,6 +38,11 @@ type Checker struct {
 	// clock. When it is nil, no evidence that needs an attestation checked proves anything
 	// (ErrNoEpochTime): a zero time would make the libraries read the clock.
 	EpochTime func(epoch uint64) time.Time
+	// EpochRounds is the network's attestation epoch length in rounds. When set, a header
+	// counts only in a round whose epoch accepts its bundle (the policy's window around the
+	// bundle's epoch), so a leaked ephemeral key cannot speak for its peer in other epochs.
+	// Zero: not checked.
+	EpochRounds uint64
 	// ContentCheck is the deterministic content check of a shard payload (decodes, shapes,
 	// finite, norm bound). It returns nil for a valid payload.
 	ContentCheck func(payload []byte) error
@@ -117,8 +122,24 @@ func (c *Checker) checkSigned(b *verify.Bundle, s *SignedHeader) error {
 	case h.Peer != b.PeerID:
 		return fmt.Errorf("%w: shard peer %s is not the bundle's peer %s", ErrBadEvidence, h.Peer, b.PeerID)
 	}
+	if err := c.covers(b, h.Round); err != nil {
+		return err
+	}
 	if err := verify.CheckHeaderSignature(h, s.Sig, b.EphemeralKey); err != nil {
 		return fmt.Errorf("%w: shard signature: %v", ErrBadEvidence, err)
+	}
+	return nil
+}
+
+// covers: with EpochRounds set, the bundle is within the policy's window at the epoch of
+// round (at most one epoch ahead, at most MaxAgeEpochs behind).
+func (c *Checker) covers(b *verify.Bundle, round uint64) error {
+	if c.EpochRounds == 0 || c.Policy == nil {
+		return nil
+	}
+	e := round / c.EpochRounds
+	if b.Epoch > e && b.Epoch-e > 1 || e > b.Epoch && e-b.Epoch > c.Policy.MaxAgeEpochs {
+		return fmt.Errorf("%w: a bundle of epoch %d does not cover round %d (epoch %d)", ErrBadEvidence, b.Epoch, round, e)
 	}
 	return nil
 }

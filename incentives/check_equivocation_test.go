@@ -152,3 +152,17 @@ func TestEquivocationAcrossEphemeralKeysProvable(t *testing.T) {
 	}
 	wantRefused(t, fx.Checker(), incentives.NewEquivocationOf(b1, incentivestest.Signed(x), c, incentivestest.Signed(z)))
 }
+
+// TestLeakedKeyCannotSpeakOutsideItsEpoch: with the network's epoch length set, a header
+// counts only in the rounds where its bundle is accepted, so a leaked ephemeral key of
+// epoch 0 cannot make the peer equivocate in a round of epoch 50.
+func TestLeakedKeyCannotSpeakOutsideItsEpoch(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	c := fx.Checker()
+	c.EpochRounds = 10
+	if _, err := c.Check(fx.Equivocation("B", 15, 0, "x")); err != nil {
+		t.Fatalf("round 15 under an epoch-0 bundle (max age 1): %v", err)
+	}
+	wantRefused(t, c, fx.Equivocation("B", 500, 0, "x"))
+	wantRefused(t, c, fx.InvalidContent("B", 500, 0))
+}
