@@ -10,6 +10,8 @@ import (
 	sevdata "github.com/google/go-sev-guest/verify/testdata"
 	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -134,10 +136,27 @@ func benchKey(b byte) ed25519.PrivateKey {
 	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))
 }
 
+// benchPeer is the peer ID of the identity key made from benchKey(b).
+func benchPeer(b byte) string {
+	k, err := crypto.UnmarshalEd25519PrivateKey(benchKey(b))
+	if err != nil {
+		panic(err) // a 64-byte Ed25519 key always unmarshals
+	}
+	id, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		panic(err)
+	}
+	return id.String()
+}
+
 func simSetup() (*verify.Bundle, *verify.Policy, []byte, error) {
 	root := benchKey(1)
+	identity, err := crypto.UnmarshalEd25519PrivateKey(benchKey(3))
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	b, err := verify.NewSimBundle(root, make([]byte, verify.MeasurementSize), "bench-00000000", "run",
-		"12D3KooWbench", 5, benchKey(2).Public().(ed25519.PublicKey))
+		identity, 5, benchKey(2).Public().(ed25519.PublicKey))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -169,8 +188,12 @@ func snpOp(VerifyOptions) (func() error, error) {
 
 func tdxOp(VerifyOptions) (func() error, error) {
 	p := verify.DefaultPolicy(verify.KindTDX)
+	quote, err := verify.TrimTDXQuote(tdxdata.RawQuote)
+	if err != nil {
+		return nil, err
+	}
 	return func() error {
-		_, err := verify.VerifyEvidence(verify.KindTDX, tdxdata.RawQuote, nil, p, tdxSampleTime)
+		_, err := verify.VerifyEvidence(verify.KindTDX, quote, nil, p, tdxSampleTime)
 		return err
 	}, nil
 }
@@ -196,7 +219,7 @@ func cachedOp(VerifyOptions) (func() error, error) {
 func benchShard(o VerifyOptions) (*verify.Shard, ed25519.PublicKey, error) {
 	key := benchKey(3)
 	payload := bytes.Repeat([]byte{0x42}, o.PayloadBytes)
-	h := verify.ShardHeader{Network: "bench-00000000", Run: "run", Round: 1, Peer: "12D3KooWbench",
+	h := verify.ShardHeader{Network: "bench-00000000", Run: "run", Round: 1, Peer: benchPeer(4),
 		Index: 0, Count: 1, BundleHash: make([]byte, 32)}
 	s, err := verify.SignShard(key, h, payload)
 	return s, key.Public().(ed25519.PublicKey), err
@@ -220,7 +243,7 @@ func shardBatchOp(VerifyOptions) (func() error, error) {
 	keys := make([]ed25519.PublicKey, shardBatch)
 	for i := range shardBatch {
 		key := benchKey(byte(10 + i))
-		h := verify.ShardHeader{Network: "bench-00000000", Run: "run", Round: 1, Peer: fmt.Sprintf("12D3KooWbench%d", i),
+		h := verify.ShardHeader{Network: "bench-00000000", Run: "run", Round: 1, Peer: benchPeer(byte(100 + i)),
 			Index: 0, Count: 1, BundleHash: make([]byte, 32)}
 		s, err := verify.SignShard(key, h, []byte{byte(i)})
 		if err != nil {

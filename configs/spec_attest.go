@@ -79,7 +79,8 @@ type SNPTCBSpec struct {
 
 // TDXSpec is the policy for Intel TDX evidence.
 type TDXSpec struct {
-	// MRTDs is the allow-list of TD measurements (hex, 48 bytes). Empty: not checked.
+	// MRTDs is the allow-list of TD measurements (hex, 48 bytes). Empty: not checked. The
+	// MRTD measures only the firmware, so when it is set RTMR0-2 must be set too.
 	MRTDs []string `toml:"mrtds" cbor:"1,keyasint" comment:"allowed MRTDs, hex 48 bytes (empty: not checked)"`
 	// RTMRs[i] is the allow-list of runtime measurement register i (hex, 48 bytes each).
 	RTMR0 []string `toml:"rtmr0" cbor:"2,keyasint" comment:"allowed RTMR0 values (empty: not checked)"`
@@ -184,6 +185,15 @@ func (t *TDXSpec) validate() error {
 	}{{"mrtds", t.MRTDs}, {"rtmr0", t.RTMR0}, {"rtmr1", t.RTMR1}, {"rtmr2", t.RTMR2}, {"rtmr3", t.RTMR3}} {
 		if err := checkHexList(l.key, l.list, measurementSize); err != nil {
 			return err
+		}
+	}
+	// MRTD measures only the TD firmware; RTMR0-2 measure its configuration, the kernel, and
+	// the command line and initrd. Pinning the firmware alone would admit any application.
+	if len(t.MRTDs) > 0 {
+		for i, l := range [][]string{t.RTMR0, t.RTMR1, t.RTMR2} {
+			if len(l) == 0 {
+				return keyErr(fmt.Sprintf("rtmr%d", i), "an MRTD allow-list needs allow-lists for rtmr0, rtmr1 and rtmr2 too: the MRTD alone admits any kernel and application")
+			}
 		}
 	}
 	if t.MinTeeTCBSVN != "" {

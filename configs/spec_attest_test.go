@@ -106,3 +106,18 @@ func TestParseAttestSpec(t *testing.T) {
 		t.Fatalf("bad value: %v", err)
 	}
 }
+
+// TestTDXMRTDWithoutRTMRsRefused: an MRTD allow-list measures only the TD's firmware; without
+// allow-lists for RTMR0-2 (firmware configuration, kernel, command line and initrd) it would
+// admit any application on that firmware, so such a spec is refused at the key that is missing.
+func TestTDXMRTDWithoutRTMRsRefused(t *testing.T) {
+	m := "\"" + strings.Repeat("ab", 48) + "\""
+	_, err := ParseAttestSpec("policy", []byte("[tdx]\nmrtds = ["+m+"]\nrtmr0 = ["+m+"]\n"))
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key != "tdx.rtmr1" {
+		t.Fatalf("MRTDs without RTMR1: %v, want an error at tdx.rtmr1", err)
+	}
+	if _, err := ParseAttestSpec("policy", []byte("[tdx]\nmrtds = ["+m+"]\nrtmr0 = ["+m+"]\nrtmr1 = ["+m+"]\nrtmr2 = ["+m+"]\n")); err != nil {
+		t.Fatalf("MRTDs with RTMR0-2: %v", err)
+	}
+}

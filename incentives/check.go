@@ -35,13 +35,22 @@ type Checker struct {
 	// EpochTime gives the instant at which a bundle of an epoch must have valid
 	// certificates. It must be a pure function of the epoch (for example the network's
 	// genesis time plus the epoch's length in rounds times the round length), never the
-	// clock. Nil means the zero time, at which no real certificate is valid: then only sim
-	// evidence, which has no certificates, can prove anything about an attestation.
+	// clock. When it is nil, no evidence that needs an attestation checked proves anything
+	// (ErrNoEpochTime): a zero time would make the libraries read the clock.
 	EpochTime func(epoch uint64) time.Time
+	// EpochRounds is the network's attestation epoch length in rounds. When set, a header
+	// counts only in a round whose epoch accepts its bundle (the policy's window around the
+	// bundle's epoch), so a leaked ephemeral key cannot speak for its peer in other epochs.
+	// Zero: not checked.
+	EpochRounds uint64
 	// ContentCheck is the deterministic content check of a shard payload (decodes, shapes,
 	// finite, norm bound). It returns nil for a valid payload.
 	ContentCheck func(payload []byte) error
 }
+
+// ErrNoEpochTime is wrapped (with ErrBadEvidence) when evidence needs an attestation
+// checked and the Checker has no EpochTime.
+var ErrNoEpochTime = fmt.Errorf("%w: the checker has no epoch time base, so no attestation can be checked", ErrBadEvidence)
 
 // Check verifies that e proves an offence and returns it. Any error wraps ErrBadEvidence
 // (or ErrMalformed) and means: nobody is penalised.
@@ -49,9 +58,15 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	if err := e.checkShape(); err != nil {
 		return Offence{}, err
 	}
-	b, err := verify.UnmarshalBundle(e.Bundle)
+	if c.EpochTime == nil {
+		return Offence{}, ErrNoEpochTime // every kind rests on a verified bundle
+	}
+	b, err := c.bundle(e.Bundle)
 	if err != nil {
-		return Offence{}, fmt.Errorf("%w: bundle: %v", ErrBadEvidence, err)
+		return Offence{}, err
+	}
+	if e.Kind == KindEquivocation {
+		return c.checkEquivocation(b, e)
 	}
 	if err := c.checkHeaders(b, e.Headers); err != nil {
 		return Offence{}, err
@@ -59,8 +74,6 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	h := &e.Headers[0].Header
 	off := Offence{Kind: e.Kind, Peer: h.Peer, Round: h.Round, Index: h.Index}
 	switch e.Kind {
-	case KindEquivocation:
-		err = c.checkEquivocation(b, e.Headers)
 	case KindInvalidAttestation:
 		off.Index = 0
 		err = c.checkAttestation(b)
@@ -73,38 +86,98 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	return off, nil
 }
 
-// checkHeaders: every header is for this network and run, names this bundle, is by the
-// bundle's peer and is signed by the bundle's ephemeral key.
+// bundle decodes a bundle and requires it to be for this network and run.
+func (c *Checker) bundle(enc []byte) (*verify.Bundle, error) {
+	b, err := verify.UnmarshalBundle(enc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bundle: %v", ErrBadEvidence, err)
+	}
+	if b.Network != c.Network || b.Run != c.Run {
+		return nil, fmt.Errorf("%w: bundle is for %s/%s, not %s/%s", ErrBadEvidence, b.Network, b.Run, c.Network, c.Run)
+	}
+	return b, nil
+}
+
+// checkHeaders: every header names this bundle and is signed under it (see checkSigned).
 func (c *Checker) checkHeaders(b *verify.Bundle, hs []SignedHeader) error {
 	bh := b.Hash()
-	if b.Network != c.Network || b.Run != c.Run {
-		return fmt.Errorf("%w: bundle is for %s/%s, not %s/%s", ErrBadEvidence, b.Network, b.Run, c.Network, c.Run)
-	}
 	for i := range hs {
-		h := &hs[i].Header
-		switch {
-		case h.Network != c.Network || h.Run != c.Run:
-			return fmt.Errorf("%w: shard is for %s/%s, not %s/%s", ErrBadEvidence, h.Network, h.Run, c.Network, c.Run)
-		case !bytes.Equal(h.BundleHash, bh[:]):
+		if !bytes.Equal(hs[i].Header.BundleHash, bh[:]) {
 			return fmt.Errorf("%w: shard names another bundle", ErrBadEvidence)
-		case h.Peer != b.PeerID:
-			return fmt.Errorf("%w: shard peer %s is not the bundle's peer %s", ErrBadEvidence, h.Peer, b.PeerID)
 		}
-		if err := verify.CheckHeaderSignature(h, hs[i].Sig, b.EphemeralKey); err != nil {
-			return fmt.Errorf("%w: shard signature: %v", ErrBadEvidence, err)
+		if err := c.checkSigned(b, &hs[i]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// checkEquivocation: the two headers (already distinct and sorted) share peer, round and
-// index, and the key that signed both is attested for the peer.
-func (c *Checker) checkEquivocation(b *verify.Bundle, hs []SignedHeader) error {
-	x, y := &hs[0].Header, &hs[1].Header
-	if x.Peer != y.Peer || x.Round != y.Round || x.Index != y.Index {
-		return fmt.Errorf("%w: headers are for different shards", ErrBadEvidence)
+// checkSigned: the header is for this network and run, by the bundle's peer, and signed by
+// the bundle's ephemeral key.
+func (c *Checker) checkSigned(b *verify.Bundle, s *SignedHeader) error {
+	h := &s.Header
+	switch {
+	case h.Network != c.Network || h.Run != c.Run:
+		return fmt.Errorf("%w: shard is for %s/%s, not %s/%s", ErrBadEvidence, h.Network, h.Run, c.Network, c.Run)
+	case h.Peer != b.PeerID:
+		return fmt.Errorf("%w: shard peer %s is not the bundle's peer %s", ErrBadEvidence, h.Peer, b.PeerID)
 	}
-	return c.attested(b)
+	if err := c.covers(b, h.Round); err != nil {
+		return err
+	}
+	if err := verify.CheckHeaderSignature(h, s.Sig, b.EphemeralKey); err != nil {
+		return fmt.Errorf("%w: shard signature: %v", ErrBadEvidence, err)
+	}
+	return nil
+}
+
+// covers: with EpochRounds set, the bundle is within the policy's window at the epoch of
+// round (at most one epoch ahead, at most MaxAgeEpochs behind).
+func (c *Checker) covers(b *verify.Bundle, round uint64) error {
+	if c.EpochRounds == 0 || c.Policy == nil {
+		return nil
+	}
+	e := round / c.EpochRounds
+	if b.Epoch > e && b.Epoch-e > 1 || e > b.Epoch && e-b.Epoch > c.Policy.MaxAgeEpochs {
+		return fmt.Errorf("%w: a bundle of epoch %d does not cover round %d (epoch %d)", ErrBadEvidence, b.Epoch, round, e)
+	}
+	return nil
+}
+
+// checkEquivocation: two different headers (checkShape) for one peer, round and index, each
+// signed by the key of a bundle of that peer (b0, or Bundle2 for the second header when
+// present) that verifies under the network's policy. Each bundle carries the peer's
+// identity signature, so the peer itself attested both keys, whichever bundle hash each
+// header names.
+func (c *Checker) checkEquivocation(b0 *verify.Bundle, e *Evidence) (Offence, error) {
+	b1 := b0
+	if e.Bundle2 != nil {
+		var err error
+		if b1, err = c.bundle(e.Bundle2); err != nil {
+			return Offence{}, err
+		}
+		if b1.PeerID != b0.PeerID {
+			return Offence{}, fmt.Errorf("%w: the bundles are of different peers", ErrBadEvidence)
+		}
+	}
+	for i, b := range []*verify.Bundle{b0, b1} {
+		if err := c.checkSigned(b, &e.Headers[i]); err != nil {
+			return Offence{}, err
+		}
+	}
+	x, y := &e.Headers[0].Header, &e.Headers[1].Header
+	if x.Peer != y.Peer || x.Round != y.Round || x.Index != y.Index {
+		return Offence{}, fmt.Errorf("%w: headers are for different shards", ErrBadEvidence)
+	}
+	if err := c.attested(b0); err != nil {
+		return Offence{}, err
+	}
+	if b1 != b0 {
+		if err := c.attested(b1); err != nil {
+			return Offence{}, err
+		}
+	}
+	return Offence{Kind: KindEquivocation, Peer: x.Peer, Round: x.Round, Index: x.Index}, nil
 }
 
 // attested requires the bundle to verify under the network's policy: only then is its key
@@ -150,10 +223,10 @@ func (c *Checker) verify(b *verify.Bundle, p *verify.Policy) error {
 	if p == nil {
 		return fmt.Errorf("no attestation policy configured")
 	}
-	var now time.Time
-	if c.EpochTime != nil {
-		now = c.EpochTime(b.Epoch)
+	if c.EpochTime == nil {
+		return ErrNoEpochTime
 	}
+	now := c.EpochTime(b.Epoch)
 	seed := verify.EpochSeed(b.Network, b.Run, b.Epoch)
 	_, err := verify.Verify(b, p, seed[:], b.Epoch, now)
 	return err

@@ -6,8 +6,9 @@
 //   - Params and Genesis: the rules and initial stakes, from the network spec (the node
 //     converts configs.IncentivesSpec; this package does not import configs).
 //   - Evidence: proof of one offence, checkable by anyone from signed data alone:
-//     equivocation (two different shard headers signed by one attested key for the same
-//     peer, round and index), invalid attestation (a shard header signed under a bundle that
+//     equivocation (two different shard headers for the same peer, round and index, each
+//     signed by a key that the peer attested in an identity-signed bundle: the same key or
+//     two; a header signed twice is one header), invalid attestation (a shard header signed under a bundle that
 //     fails the policy in a provable way, see ProvableClasses) and invalid content (a signed
 //     shard, attested by a valid bundle, whose payload fails the content checks). Its ID is
 //     the hash of its canonical encoding.
@@ -52,5 +53,10 @@
 //
 // The package reads no clock, no files and no network. Evidence checks call the hooks of
 // Checker (bundle verification and the content check), which the node sets; they must be
-// deterministic for the ledger to be.
+// deterministic for the ledger to be. Certificates are judged at Checker.EpochTime of the
+// bundle's epoch, a function of the network spec; without it no evidence is checked.
+//
+// Evidence against a peer holds only for bundles that the peer's libp2p identity key
+// signed (verify checks that signature), so nobody can wrap a report, however genuine,
+// in a bundle that names someone else.
 package incentives

@@ -5,22 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/lowband/lowband/verify"
 )
 
-// EvidenceVersion is the evidence format this package reads and writes.
-const EvidenceVersion = 1
+// EvidenceVersion is the evidence format this package reads and writes. Version 2 orders
+// equivocation headers by the headers alone and may carry a second bundle.
+const EvidenceVersion = 2
 
 // Kind is the kind of offence a piece of evidence proves.
 type Kind uint8
 
 // The evidence kinds. Each is checkable by anyone from signed data alone.
 const (
-	// KindEquivocation: two different shard headers signed by one attested key for the
-	// same peer, round and index.
+	// KindEquivocation: two different shard headers for the same peer, round and index,
+	// each signed by a key the peer attested (one bundle's, or one each of two bundles).
 	KindEquivocation Kind = 1
 	// KindInvalidAttestation: a shard header signed by the ephemeral key of a bundle that
 	// fails the network's policy in a provable way (see ProvableClasses).
@@ -59,7 +59,11 @@ type SignedHeader struct {
 // Evidence proves one offence. It has one canonical encoding (core deterministic CBOR,
 // versioned) and its ID is the hash of that encoding.
 //
-//   - Equivocation: Bundle and two Headers (different, sorted by their encoding); Payload empty.
+//   - Equivocation: two Headers, different, sorted by the encoding of the header alone (not
+//     the signature). Bundle attests the key that signed Headers[0]; Bundle2, when present
+//     (and different from Bundle), attests the key that signed Headers[1], else Bundle
+//     does. The headers' own bundle hashes are not looked at: any attested key of the peer
+//     speaks for it. Payload empty.
 //   - InvalidAttestation: Bundle and one Header; Payload empty.
 //   - InvalidContent: Bundle, one Header and the shard's Payload.
 type Evidence struct {
@@ -68,6 +72,7 @@ type Evidence struct {
 	Bundle  []byte         `cbor:"3,keyasint"` // the canonical encoding of a verify.Bundle
 	Headers []SignedHeader `cbor:"4,keyasint"`
 	Payload []byte         `cbor:"5,keyasint"`
+	Bundle2 []byte         `cbor:"6,keyasint,omitempty"` // equivocation only; see above
 }
 
 // ID names evidence: SHA-256 over a domain tag and the canonical encoding.
@@ -77,10 +82,20 @@ func (id ID) String() string { return hex.EncodeToString(id[:]) }
 
 const domainEvidence = "lowband/evidence/v1\x00"
 
-// NewEquivocation builds equivocation evidence from two signed headers, putting them in
-// canonical order.
+// NewEquivocation builds equivocation evidence from two headers signed by the key of one
+// bundle, putting them in canonical order.
 func NewEquivocation(bundle []byte, a, b SignedHeader) *Evidence {
-	e := &Evidence{Version: EvidenceVersion, Kind: KindEquivocation, Bundle: bundle, Headers: []SignedHeader{a, b}}
+	return NewEquivocationOf(bundle, a, bundle, b)
+}
+
+// NewEquivocationOf builds equivocation evidence from header a, signed by the key of
+// bundleA, and header b, signed by the key of bundleB (both bundles of the same peer),
+// in canonical order.
+func NewEquivocationOf(bundleA []byte, a SignedHeader, bundleB []byte, b SignedHeader) *Evidence {
+	e := &Evidence{Version: EvidenceVersion, Kind: KindEquivocation, Bundle: bundleA, Headers: []SignedHeader{a, b}}
+	if !bytes.Equal(bundleA, bundleB) {
+		e.Bundle2 = bundleB
+	}
 	e.sortHeaders()
 	return e
 }
@@ -98,8 +113,16 @@ func NewInvalidContent(bundle []byte, s *verify.Shard) *Evidence {
 	}
 }
 
+// sortHeaders puts equivocation headers in canonical order (by the header's encoding),
+// swapping the bundles with them. It reorders e.Headers in place.
 func (e *Evidence) sortHeaders() {
-	slices.SortFunc(e.Headers, func(a, b SignedHeader) int { return bytes.Compare(marshal(&a), marshal(&b)) })
+	if len(e.Headers) != 2 || bytes.Compare(marshal(&e.Headers[0].Header), marshal(&e.Headers[1].Header)) <= 0 {
+		return
+	}
+	e.Headers[0], e.Headers[1] = e.Headers[1], e.Headers[0]
+	if e.Bundle2 != nil {
+		e.Bundle, e.Bundle2 = e.Bundle2, e.Bundle
+	}
 }
 
 // Marshal returns the canonical encoding.
@@ -143,9 +166,12 @@ func (e *Evidence) checkShape() error {
 		return fmt.Errorf("%w: bundle is %d bytes", ErrMalformed, len(e.Bundle))
 	case (e.Kind == KindInvalidContent) != (len(e.Payload) > 0):
 		return fmt.Errorf("%w: %s evidence with a payload of %d bytes", ErrMalformed, e.Kind, len(e.Payload))
+	case e.Bundle2 != nil && (e.Kind != KindEquivocation || len(e.Bundle2) > verify.MaxBundleSize || bytes.Equal(e.Bundle, e.Bundle2)):
+		return fmt.Errorf("%w: second bundle of %d bytes in %s evidence (only equivocation, only a different one)", ErrMalformed, len(e.Bundle2), e.Kind)
 	}
 	if want == 2 {
-		a, b := marshal(&e.Headers[0]), marshal(&e.Headers[1])
+		// The headers themselves must differ: one header signed twice is one statement.
+		a, b := marshal(&e.Headers[0].Header), marshal(&e.Headers[1].Header)
 		if bytes.Compare(a, b) >= 0 {
 			return fmt.Errorf("%w: equivocation headers not in canonical order (or identical)", ErrMalformed)
 		}

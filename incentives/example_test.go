@@ -14,7 +14,8 @@ func Example() {
 	chk := fx.Checker()
 	params := incentives.Params{MinStake: 100, Reward: 10, JailRounds: 1, UnstakedWeightPPM: 500_000, EvidenceWindow: 2}
 	params.Penalties[incentives.KindEquivocation] = 40
-	genesis := incentives.Genesis{Stakes: []incentives.Stake{{Peer: "alice", Amount: 500}, {Peer: "bob", Amount: 500}}}
+	genesis := incentives.Genesis{Stakes: []incentives.Stake{
+		{Peer: incentivestest.PeerID("alice"), Amount: 500}, {Peer: incentivestest.PeerID("bob"), Amount: 500}}}
 	st, err := incentives.NewState(params, genesis)
 	if err != nil {
 		panic(err)
@@ -30,9 +31,9 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("same root:", other.Root() == closed.State.Root())
-	for _, p := range []string{"alice", "bob", "carol"} {
-		next := closed.State
-		fmt.Printf("%s: stake %d balance %d jailed %v score %g\n", p, next.Stake(p), next.Balance(p), next.Jailed(p), next.AppScore(p))
+	for _, name := range []string{"alice", "bob", "carol"} {
+		next, p := closed.State, incentivestest.PeerID(name)
+		fmt.Printf("%s: stake %d balance %d jailed %v score %g\n", name, next.Stake(p), next.Balance(p), next.Jailed(p), next.AppScore(p))
 	}
 	// Output:
 	// same root: true

@@ -15,7 +15,19 @@ func seedEvidence() [][]byte {
 		fx.Equivocation("B", 3, 1, "x").Marshal(),
 		fx.InvalidAttestation("C", 2, verify.ClassMeasurementNotAllowed).Marshal(),
 		fx.InvalidContent("D", 1, 0).Marshal(),
+		twoBundleEquivocation(fx).Marshal(),
 	}
+}
+
+// twoBundleEquivocation is E's equivocation under its two bundles, one key each.
+func twoBundleEquivocation(fx *incentivestest.Fixture) *incentives.Evidence {
+	b1, b2 := fx.Bundle("E", ""), fx.SecondBundle("E")
+	x := fx.Shard("E", b1, 3, 0, []byte("one"))
+	y, err := verify.SignShard(fx.SecondKey("E"), x.Header, []byte("two"))
+	if err != nil {
+		panic(err)
+	}
+	return incentives.NewEquivocationOf(b1, incentivestest.Signed(x), b2, incentivestest.Signed(y))
 }
 
 func seedRecord(t testing.TB) []byte {

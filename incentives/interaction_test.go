@@ -3,6 +3,7 @@ package incentives_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,9 +46,39 @@ func (d *driver) run(b *block) string {
 	return ""
 }
 
+// Scenario files name peers A, B, ...; the ledger knows them by incentivestest.PeerID. The
+// driver translates names in and peer IDs out, so the files stay readable.
+var peerNames = map[string]string{}
+
+func peerID(name string) string {
+	id := incentivestest.PeerID(name)
+	peerNames[id] = name
+	return id
+}
+
+func peerName(id string) string {
+	if n, ok := peerNames[id]; ok {
+		return n
+	}
+	return id
+}
+
+// withNames replaces every known peer ID in s by its name.
+func withNames(s string) string {
+	for id, n := range peerNames {
+		s = strings.ReplaceAll(s, id, n)
+	}
+	return s
+}
+
 func table(st *incentives.State) string {
 	var sb strings.Builder
-	if err := st.Table().WriteText(&sb); err != nil {
+	t := st.Table()
+	for i := range t.Peers {
+		t.Peers[i].Peer = peerName(t.Peers[i].Peer)
+	}
+	slices.SortFunc(t.Peers, func(a, b incentives.PeerRow) int { return strings.Compare(a.Peer, b.Peer) })
+	if err := t.WriteText(&sb); err != nil {
 		return "error: " + err.Error()
 	}
 	return sb.String()
@@ -80,6 +111,7 @@ func (d *driver) genesis(b *block) string {
 		if _, err := fmt.Sscan(l, &s.Peer, &s.Amount); err != nil {
 			d.t.Fatalf("line %d: genesis line %q: %v", b.line, l, err)
 		}
+		s.Peer = peerID(s.Peer)
 		g.Stakes = append(g.Stakes, s)
 	}
 	st, err := incentives.NewState(p, g)
@@ -100,6 +132,7 @@ func (d *driver) items(b *block) ([]incentives.Contribution, []incentives.Eviden
 			d.t.Fatalf("line %d: body line %q wants: what peer [k=v...]", b.line, l)
 		}
 		_, args := splitArgs(f[2:])
+		peerID(f[1])
 		item := &block{line: b.line, args: args}
 		if f[0] == "contrib" {
 			cs = append(cs, d.fx.Contribution(f[1], d.st.Round, int(d.num(item, "shards", 1))))
@@ -202,7 +235,8 @@ func (d *driver) apply(b *block) string {
 func (d *driver) power(b *block) string {
 	var sb strings.Builder
 	for _, p := range b.pos {
-		fmt.Fprintf(&sb, "%s power %d jailed %v score %g\n", p, d.st.Power(p), d.st.Jailed(p), d.st.AppScore(p))
+		id := peerID(p)
+		fmt.Fprintf(&sb, "%s power %d jailed %v score %g\n", p, d.st.Power(id), d.st.Jailed(id), d.st.AppScore(id))
 	}
 	fmt.Fprintf(&sb, "total %d", d.st.TotalPower())
 	return sb.String()
@@ -212,14 +246,14 @@ func (d *driver) power(b *block) string {
 func errText(err error) string {
 	for _, s := range []error{incentives.ErrOutsideWindow, incentives.ErrBadEvidence, incentives.ErrMalformed, incentives.ErrRootMismatch, incentives.ErrRoundOrder} {
 		if errors.Is(err, s) {
-			return err.Error()
+			return withNames(err.Error())
 		}
 	}
-	return "(no sentinel) " + err.Error()
+	return "(no sentinel) " + withNames(err.Error())
 }
 
 func eventText(e incentives.Event) string {
-	s := fmt.Sprintf("%s %s", e.Kind, e.Peer)
+	s := fmt.Sprintf("%s %s", e.Kind, peerName(e.Peer))
 	if e.Amount > 0 || e.Kind == incentives.EventReward || e.Kind == incentives.EventPenalty {
 		s += fmt.Sprintf(" %d", e.Amount)
 	}

@@ -17,7 +17,8 @@ func testParams() (incentives.Params, incentives.Genesis) {
 	p.Penalties[incentives.KindEquivocation] = 50
 	p.Penalties[incentives.KindInvalidAttestation] = 70
 	p.Penalties[incentives.KindInvalidContent] = 30
-	g := incentives.Genesis{Stakes: []incentives.Stake{{Peer: "A", Amount: 1000}, {Peer: "B", Amount: 800}, {Peer: "C", Amount: 60}}}
+	g := incentives.Genesis{Stakes: []incentives.Stake{{Peer: incentivestest.PeerID("A"), Amount: 1000},
+		{Peer: incentivestest.PeerID("B"), Amount: 800}, {Peer: incentivestest.PeerID("C"), Amount: 60}}}
 	return p, g
 }
 
@@ -98,8 +99,9 @@ func buildAll(t *testing.T, st *incentives.State, cs [][]incentives.Contribution
 		}
 		st = next
 	}
-	if st.Account("B").Offences != 1 || st.Account("D").Offences != 2 {
-		t.Fatalf("offences: B %d D %d, want 1 and 2", st.Account("B").Offences, st.Account("D").Offences)
+	b, d := st.Account(incentivestest.PeerID("B")), st.Account(incentivestest.PeerID("D"))
+	if b.Offences != 1 || d.Offences != 2 {
+		t.Fatalf("offences: B %d D %d, want 1 and 2", b.Offences, d.Offences)
 	}
 	return st.Root()
 }
@@ -208,7 +210,7 @@ func TestApplyRefusesBrokenChain(t *testing.T) {
 			t.Errorf("mutated record: %v, want ErrRootMismatch", err)
 		}
 	}
-	if st.Round != 0 || st.Balance("A") != 0 {
+	if st.Round != 0 || st.Balance(incentivestest.PeerID("A")) != 0 {
 		t.Fatal("a refused record changed the receiver")
 	}
 }
@@ -217,10 +219,11 @@ func TestApplyRefusesBrokenChain(t *testing.T) {
 func TestCanonical(t *testing.T) {
 	st := genesis(t) // A 1000, B 800, C 60 (under the minimum: no power)
 	x, y := []byte("root-x"), []byte("root-y")
-	if r, ok := st.Canonical(map[string][]byte{"A": x, "B": y, "C": y}); !ok || !bytes.Equal(r, x) {
+	a, b, c := incentivestest.PeerID("A"), incentivestest.PeerID("B"), incentivestest.PeerID("C")
+	if r, ok := st.Canonical(map[string][]byte{a: x, b: y, c: y}); !ok || !bytes.Equal(r, x) {
 		t.Fatalf("A's 1000 of 1800 is a majority against B and C (800, C has none): got %q %v", r, ok)
 	}
-	if _, ok := st.Canonical(map[string][]byte{"B": y, "C": y, "Z": y}); ok {
+	if _, ok := st.Canonical(map[string][]byte{b: y, c: y, incentivestest.PeerID("Z"): y}); ok {
 		t.Fatal("800 of 1800 is not a majority")
 	}
 }

@@ -23,8 +23,9 @@ const (
 // Kinds lists the kinds this package verifies, in a stable order.
 var Kinds = []Kind{KindSEVSNP, KindTDX, KindSim}
 
-// BundleVersion is the bundle format this package reads and writes.
-const BundleVersion = 1
+// BundleVersion is the bundle format this package reads and writes. Version 2 added the
+// identity signature.
+const BundleVersion = 2
 
 // Size limits of a bundle, checked before anything is allocated.
 const (
@@ -50,9 +51,9 @@ type Bundle struct {
 	// Evidence is the raw SEV-SNP report (with its signature), the TDX quote, or the sim
 	// evidence (see SimEvidence).
 	Evidence []byte `cbor:"3,keyasint"`
-	// Endorsements are DER certificates the verifier needs: for SEV-SNP the VCEK or VLEK
-	// first, optionally followed by ASK and ARK. Roots sent here are never trusted: the chain
-	// must end in a root pinned by the verifier.
+	// Endorsements are the DER certificates the verifier needs: for SEV-SNP exactly the
+	// VCEK or VLEK (the ASK and ARK are pinned by the verifier, never taken from here); for
+	// TDX and sim none. Anything more is refused.
 	Endorsements [][]byte `cbor:"4,keyasint"`
 	// EphemeralKey is the ed25519 public key (32 bytes) that signs this peer's shards.
 	EphemeralKey []byte `cbor:"5,keyasint"`
@@ -60,6 +61,9 @@ type Bundle struct {
 	Network      string `cbor:"7,keyasint"`
 	Run          string `cbor:"8,keyasint"`
 	Epoch        uint64 `cbor:"9,keyasint"`
+	// IdentitySig is the signature of IdentityMessage by the libp2p identity key that
+	// PeerID embeds (see SignIdentity). Verify refuses a bundle without it.
+	IdentitySig []byte `cbor:"10,keyasint,omitempty"`
 }
 
 var (
@@ -138,12 +142,15 @@ func (b *Bundle) check() error {
 		return errorf(ClassMalformed, nil, "ephemeral key is %d bytes, want %d", len(b.EphemeralKey), EphemeralKeySize)
 	case !strongKey(b.EphemeralKey):
 		return errorf(ClassMalformed, nil, "ephemeral key is not a canonical Ed25519 point of large order")
-	case b.PeerID == "" || len(b.PeerID) > MaxIDLen:
-		return errorf(ClassMalformed, nil, "peer ID must be 1-%d bytes", MaxIDLen)
+	case len(b.IdentitySig) != 0 && len(b.IdentitySig) != IdentitySigSize:
+		return errorf(ClassMalformed, nil, "identity signature is %d bytes, want %d", len(b.IdentitySig), IdentitySigSize)
 	case b.Network == "" || len(b.Network) > MaxIDLen:
 		return errorf(ClassMalformed, nil, "network must be 1-%d bytes", MaxIDLen)
 	case b.Run == "" || len(b.Run) > MaxIDLen:
 		return errorf(ClassMalformed, nil, "run must be 1-%d bytes", MaxIDLen)
+	}
+	if _, _, err := ParsePeerID(b.PeerID); err != nil {
+		return err
 	}
 	return nil
 }

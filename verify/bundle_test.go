@@ -7,7 +7,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	sevdata "github.com/google/go-sev-guest/verify/testdata"
-	tdxdata "github.com/google/go-tdx-guest/testing/testdata"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 func TestBundleRoundTrip(t *testing.T) {
@@ -96,12 +96,14 @@ func reorderedMap(t *testing.T, m map[int]any) []byte {
 
 func FuzzUnmarshalBundle(f *testing.F) {
 	root := testKey(1)
+	id, _ := peer.IDFromPrivateKey(testIdentity(3))
+	p := id.String()
 	eph := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
 	for _, b := range []*Bundle{
 		mustSimBundle(f, root, 1),
-		{Version: 1, Kind: KindSEVSNP, Evidence: sevdata.AttestationBytes, Endorsements: [][]byte{sevdata.VcekBytes},
-			EphemeralKey: eph, PeerID: "p", Network: "n", Run: "r"},
-		{Version: 1, Kind: KindTDX, Evidence: tdxdata.RawQuote, EphemeralKey: eph, PeerID: "p", Network: "n", Run: "r"},
+		{Version: BundleVersion, Kind: KindSEVSNP, Evidence: sevdata.AttestationBytes, Endorsements: [][]byte{sevdata.VcekBytes},
+			EphemeralKey: eph, PeerID: p, Network: "n", Run: "r", IdentitySig: make([]byte, IdentitySigSize)},
+		{Version: BundleVersion, Kind: KindTDX, Evidence: tdxQuote, EphemeralKey: eph, PeerID: p, Network: "n", Run: "r"},
 	} {
 		enc, err := b.Marshal()
 		if err != nil {
@@ -132,7 +134,7 @@ func FuzzUnmarshalBundle(f *testing.F) {
 }
 
 func mustSimBundle(f *testing.F, root []byte, epoch uint64) *Bundle {
-	b, err := NewSimBundle(root, simMeasurement(), "n", "r", "p", epoch, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey))
+	b, err := NewSimBundle(root, simMeasurement(), "n", "r", testIdentity(3), epoch, ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 
 // Cache remembers verdicts by bundle hash, so a bundle is verified once however many shards
 // name it. It is bounded: beyond its capacity the least recently used entry is dropped. It
-// has no clock: the caller evicts stale epochs with Forget or by letting entries age out,
-// and must re-check the epoch window (Verdict.Epoch) against the current epoch when it
-// looks a verdict up. Safe for concurrent use.
+// has no clock. Every read goes through Lookup, which returns a verdict only for the policy
+// that reached it and only while its epoch is within that policy's window of the current
+// epoch. Safe for concurrent use.
 type Cache struct {
 	mu    sync.Mutex
 	cap   int
@@ -20,6 +20,7 @@ type Cache struct {
 
 type cacheEntry struct {
 	key     [32]byte
+	policy  *Policy
 	verdict *Verdict
 }
 
@@ -31,28 +32,40 @@ func NewCache(capacity int) *Cache {
 	return &Cache{cap: capacity, order: list.New(), byKey: make(map[[32]byte]*list.Element, capacity)}
 }
 
-// Get returns the verdict stored for a bundle hash. The verdict is shared: do not modify it.
-func (c *Cache) Get(hash [32]byte) (*Verdict, bool) {
+// Lookup returns the verdict stored for a bundle hash when policy p (the same *Policy)
+// reached it. A verdict whose epoch has left p's window at currentEpoch is forgotten and
+// reported as a stale error. A miss is (nil, nil). The verdict is shared: do not modify it.
+func (c *Cache) Lookup(hash [32]byte, p *Policy, currentEpoch uint64) (*Verdict, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.byKey[hash]
 	if !ok {
-		return nil, false
+		return nil, nil
+	}
+	e := el.Value.(*cacheEntry)
+	if e.policy != p {
+		return nil, nil
+	}
+	if err := checkEpoch(e.verdict.Epoch, currentEpoch, p.MaxAgeEpochs); err != nil {
+		c.order.Remove(el)
+		delete(c.byKey, hash)
+		return nil, err
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry).verdict, true
+	return e.verdict, nil
 }
 
-// Put stores a verdict under its bundle hash.
-func (c *Cache) Put(hash [32]byte, v *Verdict) {
+// Put stores a verdict that policy p reached under its bundle hash.
+func (c *Cache) Put(hash [32]byte, p *Policy, v *Verdict) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byKey[hash]; ok {
-		el.Value.(*cacheEntry).verdict = v
+		e := el.Value.(*cacheEntry)
+		e.policy, e.verdict = p, v
 		c.order.MoveToFront(el)
 		return
 	}
-	c.byKey[hash] = c.order.PushFront(&cacheEntry{key: hash, verdict: v})
+	c.byKey[hash] = c.order.PushFront(&cacheEntry{key: hash, policy: p, verdict: v})
 	for c.order.Len() > c.cap {
 		last := c.order.Back()
 		c.order.Remove(last)
@@ -77,26 +90,26 @@ func (c *Cache) Len() int {
 	return c.order.Len()
 }
 
-// VerifyCached returns the cached verdict for b when there is one whose epoch is still
-// within p's window of currentEpoch; otherwise it verifies b and caches a success. Failures
-// are not cached. The bool reports a cache hit. A cache belongs to one policy: verdicts do
-// not record which policy accepted them, so make a new cache when the policy changes. A
-// hit re-checks only the epoch window: it assumes epochSeed is a function of the bundle
-// (EpochSeed of its network, run and epoch), and certificate validity is as of the first
-// verification.
+// VerifyCached returns the cached verdict for b (see Lookup); otherwise it verifies b and
+// caches a success. Failures are not cached. The bool reports a cache hit. A hit assumes
+// epochSeed is a function of the bundle (EpochSeed of its network, run and epoch), and
+// certificate validity is as of the first verification. now must not be zero, hit or miss.
 func (c *Cache) VerifyCached(b *Bundle, p *Policy, epochSeed []byte, currentEpoch uint64, now time.Time) (*Verdict, bool, error) {
-	h := b.Hash()
-	if v, ok := c.Get(h); ok {
-		if err := checkEpoch(v.Epoch, currentEpoch, p.MaxAgeEpochs); err != nil {
-			c.Forget(h)
-			return nil, false, err
-		}
-		return v, true, nil
+	if err := checkNow(now); err != nil {
+		return nil, false, err
 	}
-	v, err := Verify(b, p, epochSeed, currentEpoch, now)
+	h := b.Hash()
+	v, err := c.Lookup(h, p, currentEpoch)
 	if err != nil {
 		return nil, false, err
 	}
-	c.Put(h, v)
+	if v != nil {
+		return v, true, nil
+	}
+	v, err = Verify(b, p, epochSeed, currentEpoch, now)
+	if err != nil {
+		return nil, false, err
+	}
+	c.Put(h, p, v)
 	return v, false, nil
 }

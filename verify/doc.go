@@ -15,14 +15,23 @@
 // key, epoch seed): SHA-512 over a domain tag and the length-prefixed fields. The epoch seed
 // is EpochSeed(network, run, epoch), deterministic and therefore predictable (see its doc).
 //
+// A guest chooses its user data, so a report could bind any peer ID. The bundle therefore
+// also carries IdentitySig: the peer's libp2p identity key (the Ed25519 key its peer ID
+// embeds) signs IdentityMessage, a domain tag and the length-prefixed network, run, epoch,
+// peer ID and ephemeral key. Only the peer itself can bind a key to its name. Peer IDs are
+// accepted only in their canonical form (ParsePeerID).
+//
 // # Verification
 //
 // Verify checks, cheapest first: the bundle's fields; network and run against the policy; the
-// epoch window (stale); the kind against the policy; the evidence chain offline against
+// epoch window (stale); the identity signature (identity_mismatch); the kind against the policy; the evidence chain offline against
 // roots pinned by the verifier (go-sev-guest's embedded AMD roots, go-tdx-guest's embedded
 // Intel root, or the network's sim roots), never roots sent by the peer; the policy
 // (measurement allow-list, debug off, VMPL, minimum TCB); and last the binding, compared in
-// constant time. Each failure is its own Class. A Cache keeps verdicts by bundle hash.
+// constant time. Each failure is its own Class. The time at which certificates must be valid
+// is an argument and must not be zero: crypto/x509, go-sev-guest and go-tdx-guest would read
+// the clock instead. A Cache keeps verdicts by bundle hash, returned only for the policy that
+// reached them and within its epoch window.
 //
 // Sim evidence is a SimReport signed by a sim root key the network spec names. It is
 // accepted only when Policy.AllowSim is set, and its Verdict is always Insecure: callers log

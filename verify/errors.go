@@ -28,6 +28,10 @@ const (
 	ClassTCBTooLow Class = "tcb_too_low"
 	// ClassBindingMismatch: the report's user data is not the binding of this bundle's fields.
 	ClassBindingMismatch Class = "binding_mismatch"
+	// ClassIdentityMismatch: the bundle carries no signature, or a wrong one, by the libp2p
+	// identity key its peer ID embeds. Anyone can make such a bundle naming anyone, so it
+	// proves nothing about the named peer and is never slashable.
+	ClassIdentityMismatch Class = "identity_mismatch"
 	// ClassStale: the bundle's epoch is too old (or too far in the future) for the current epoch.
 	ClassStale Class = "stale"
 	// ClassSimNotAllowed: sim evidence, but the policy does not allow sim.
@@ -41,7 +45,7 @@ const (
 var Classes = []Class{
 	ClassMalformed, ClassUnsupportedKind, ClassBadSignature, ClassUntrustedRoot,
 	ClassMeasurementNotAllowed, ClassDebugEnabled, ClassTCBTooLow, ClassBindingMismatch,
-	ClassStale, ClassSimNotAllowed, ClassCollateralInvalid,
+	ClassStale, ClassSimNotAllowed, ClassCollateralInvalid, ClassIdentityMismatch,
 }
 
 // Error is a verification failure. Class is stable; Detail is a human-readable explanation;

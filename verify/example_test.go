@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+
 	"github.com/lowband/lowband/verify"
 )
 
@@ -15,11 +17,13 @@ import (
 func Example() {
 	root := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)) // the network's sim root
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, 32))  // the peer's key for epoch 7
-	network, run, peer := "testnet-1a2b3c4d", "run-1", "12D3KooWpeer"
+	// The peer's libp2p identity key: it signs the bundle, and its peer ID names the peer.
+	identity, _ := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, 32)))
+	network, run := "testnet-1a2b3c4d", "run-1"
 
-	bundle, _ := verify.NewSimBundle(root, make([]byte, verify.MeasurementSize), network, run, peer, 7, eph.Public().(ed25519.PublicKey))
+	bundle, _ := verify.NewSimBundle(root, make([]byte, verify.MeasurementSize), network, run, identity, 7, eph.Public().(ed25519.PublicKey))
 	shard, _ := verify.SignShard(eph, verify.ShardHeader{
-		Network: network, Run: run, Round: 700, Peer: peer, Index: 0, Count: 1,
+		Network: network, Run: run, Round: 700, Peer: bundle.PeerID, Index: 0, Count: 1,
 		BundleHash: func() []byte { h := bundle.Hash(); return h[:] }(),
 	}, []byte("gradient"))
 

@@ -43,7 +43,7 @@ func TestBundleRefusesWeakKey(t *testing.T) {
 	b := &Bundle{
 		Version: BundleVersion, Kind: KindSim, Evidence: []byte{1},
 		EphemeralKey: append([]byte{1}, make([]byte, 31)...),
-		PeerID:       "peer", Network: "net", Run: "run",
+		PeerID:       testPeer(t, 1).String(), Network: "net", Run: "run",
 	}
 	if err := b.check(); ClassOf(err) != ClassMalformed {
 		t.Fatalf("weak key: got %v, want class malformed", err)

@@ -12,7 +12,8 @@ import (
 // "bafz..." or "k51..." string) are refused, so one peer can never hold two ledger accounts
 // or two names in a record. The ID must embed its Ed25519 public key (an identity
 // multihash), which every lowband identity does: the key is read from the ID itself, with
-// nothing to fetch. Errors are *Error of class malformed.
+// nothing to fetch, and must be a canonical point of large order (under a small-order key
+// anyone could sign in the peer's name). Errors are *Error of class malformed.
 func ParsePeerID(s string) (peer.ID, crypto.PubKey, error) {
 	if s == "" || len(s) > MaxIDLen {
 		return "", nil, errorf(ClassMalformed, nil, "peer ID must be 1-%d bytes", MaxIDLen)
@@ -30,6 +31,10 @@ func ParsePeerID(s string) (peer.ID, crypto.PubKey, error) {
 	}
 	if pub.Type() != crypto.Ed25519 {
 		return "", nil, errorf(ClassMalformed, nil, "peer ID %s has a %v key, want Ed25519", s, pub.Type())
+	}
+	raw, err := pub.Raw()
+	if err != nil || !strongKey(raw) {
+		return "", nil, errorf(ClassMalformed, err, "peer ID %s has a small-order or non-canonical key", s)
 	}
 	return id, pub, nil
 }

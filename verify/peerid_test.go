@@ -12,17 +12,22 @@ import (
 
 func testPeer(t *testing.T, seed byte) peer.ID {
 	t.Helper()
-	s := make([]byte, 32)
-	s[0] = seed
-	priv, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := peer.IDFromPrivateKey(priv)
+	id, err := peer.IDFromPrivateKey(testIdentity(seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// testIdentity returns a deterministic libp2p identity key from a seed byte.
+func testIdentity(seed byte) crypto.PrivKey {
+	s := make([]byte, 32)
+	s[0] = seed
+	priv, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(s))
+	if err != nil {
+		panic(err) // a 64-byte Ed25519 key always unmarshals
+	}
+	return priv
 }
 
 // TestParsePeerIDRefusesOtherForms: the CIDv1 form of a valid ID names the same peer but
@@ -69,5 +74,23 @@ func TestParsePeerIDRefusesHashedKeys(t *testing.T) {
 	}
 	if _, _, err := ParsePeerID(hashed.String()); err == nil {
 		t.Fatal("a peer ID without an embedded key was accepted")
+	}
+}
+
+// TestParsePeerIDRefusesWeakKeys: a peer ID whose Ed25519 key is of small order is refused.
+// Under such a key anyone can make identity signatures, so anyone could make bundles in
+// that peer's name and have it slashed, or act as it in the ledger.
+func TestParsePeerIDRefusesWeakKeys(t *testing.T) {
+	identity := append([]byte{1}, make([]byte, 31)...) // the neutral element
+	pub, err := crypto.UnmarshalEd25519PublicKey(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ParsePeerID(id.String()); ClassOf(err) != ClassMalformed {
+		t.Fatalf("peer ID with a small-order key: %v, want malformed", err)
 	}
 }

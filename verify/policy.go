@@ -2,6 +2,7 @@ package verify
 
 import (
 	"crypto/x509"
+	"fmt"
 	"slices"
 
 	"github.com/google/go-sev-guest/verify/trust"
@@ -56,7 +57,7 @@ type SNPTCB struct {
 // TDXPolicy is the policy for Intel TDX quotes.
 type TDXPolicy struct {
 	// MRTDs is the allow-list of TD measurements (48 bytes each). Empty: not checked, and
-	// the verdict says so.
+	// the verdict says so. When set, RTMRs[0..2] must be set too (see Validate).
 	MRTDs [][]byte
 	// RTMRs[i] is the allow-list of runtime measurement register i (48 bytes each). An empty
 	// list does not check that register.
@@ -85,6 +86,22 @@ type TDXCollateral struct {
 // bundles at most one epoch old.
 func DefaultPolicy(kinds ...Kind) *Policy {
 	return &Policy{Kinds: slices.Clone(kinds), MaxAgeEpochs: 1}
+}
+
+// Validate refuses policies that do not mean what they seem to: a TDX MRTD allow-list
+// without allow-lists for RTMR0, RTMR1 and RTMR2. The MRTD measures only the TD firmware;
+// the RTMRs measure its configuration, the kernel, and the command line and initrd, so the
+// MRTD alone would admit any application on that firmware.
+func (p *Policy) Validate() error {
+	if len(p.TDX.MRTDs) == 0 {
+		return nil
+	}
+	for i := range 3 {
+		if len(p.TDX.RTMRs[i]) == 0 {
+			return fmt.Errorf("TDX policy: an MRTD allow-list needs an allow-list for RTMR%d too", i)
+		}
+	}
+	return nil
 }
 
 func (p *Policy) accepts(k Kind) bool { return slices.Contains(p.Kinds, k) }

@@ -12,6 +12,12 @@ import (
 // ShardVersion is the shard envelope format this package reads and writes.
 const ShardVersion = 1
 
+// MaxShardCount bounds ShardHeader.Count (and so Index). A message that compress accepts
+// has at most 2^25 elements (compress.DefaultLimits.MaxElements), each at most 8 bytes (raw
+// float64), cut into shards of at least 4 KiB (compress.MinShardBytes): about 66,000
+// shards at most. 2^17 bounds that with room.
+const MaxShardCount = 1 << 17
+
 // Limits of a shard envelope, apart from the payload whose cap the caller passes.
 const (
 	maxShardOverhead = 2 << 10 // header fields, signature and CBOR framing
@@ -74,12 +80,15 @@ func (h *ShardHeader) check() error {
 		return errorf(ClassMalformed, nil, "shard run must be 1-%d bytes", MaxIDLen)
 	case h.Peer == "" || len(h.Peer) > MaxIDLen:
 		return errorf(ClassMalformed, nil, "shard peer must be 1-%d bytes", MaxIDLen)
-	case h.Count == 0 || h.Index >= h.Count:
-		return errorf(ClassMalformed, nil, "shard index %d of %d", h.Index, h.Count)
+	case h.Count == 0 || h.Index >= h.Count || h.Count > MaxShardCount:
+		return errorf(ClassMalformed, nil, "shard index %d of %d (at most %d shards)", h.Index, h.Count, MaxShardCount)
 	case len(h.BundleHash) != bundleHashSize:
 		return errorf(ClassMalformed, nil, "bundle hash is %d bytes, want %d", len(h.BundleHash), bundleHashSize)
 	case len(h.PayloadCID) == 0 || len(h.PayloadCID) > maxCIDLen:
 		return errorf(ClassMalformed, nil, "payload CID is %d bytes", len(h.PayloadCID))
+	}
+	if _, _, err := ParsePeerID(h.Peer); err != nil {
+		return err
 	}
 	return nil
 }

@@ -5,11 +5,56 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	cmp "github.com/lowband/lowband/training/compress"
 )
 
+// testHeaderPeer is the canonical peer ID of testIdentity(9).
+var testHeaderPeer = func() string {
+	id, err := peer.IDFromPrivateKey(testIdentity(9))
+	if err != nil {
+		panic(err)
+	}
+	return id.String()
+}()
+
 func testHeader() ShardHeader {
-	return ShardHeader{Network: "testnet-1a2b3c4d", Run: "run-1", Round: 42, Peer: "12D3KooWpeer",
+	return ShardHeader{Network: "testnet-1a2b3c4d", Run: "run-1", Round: 42, Peer: testHeaderPeer,
 		Index: 1, Count: 3, BundleHash: bytes.Repeat([]byte{7}, 32)}
+}
+
+// TestShardHeaderPeerNotCanonicalRefused: a header names its peer in the one canonical
+// form; the CIDv1 form of the same peer, or a string that is no peer ID, is malformed.
+func TestShardHeaderPeerNotCanonicalRefused(t *testing.T) {
+	id, _ := peer.Decode(testHeaderPeer)
+	for _, p := range []string{peer.ToCid(id).String(), "12D3KooWpeer"} {
+		h := testHeader()
+		h.Peer = p
+		if _, err := SignShard(testKey(3), h, []byte("x")); ClassOf(err) != ClassMalformed {
+			t.Errorf("peer %q: %v, want malformed", p, err)
+		}
+	}
+}
+
+// TestShardHeaderCountBounded: no header claims more shards than a message can have.
+func TestShardHeaderCountBounded(t *testing.T) {
+	h := testHeader()
+	h.Index, h.Count = MaxShardCount-1, MaxShardCount
+	if _, err := SignShard(testKey(3), h, []byte("x")); err != nil {
+		t.Fatalf("count at the bound: %v", err)
+	}
+	h.Index, h.Count = 0, MaxShardCount+1
+	if _, err := SignShard(testKey(3), h, []byte("x")); ClassOf(err) != ClassMalformed {
+		t.Fatalf("count %d: %v, want malformed", h.Count, err)
+	}
+	// The bound covers the most shards compress can cut a message it accepts into: every
+	// element as a raw float64, shards of the minimum size less their envelope.
+	most := cmp.DefaultLimits.MaxElements*8/(cmp.MinShardBytes-64) + cmp.DefaultLimits.MaxTensors
+	if most > MaxShardCount {
+		t.Fatalf("a message can have about %d shards, more than MaxShardCount %d", most, MaxShardCount)
+	}
 }
 
 func TestShardSignAndCheck(t *testing.T) {
@@ -42,7 +87,7 @@ func TestShardSignAndCheck(t *testing.T) {
 		"network": func(h *ShardHeader) { h.Network = "othernet" },
 		"run":     func(h *ShardHeader) { h.Run = "run-2" },
 		"round":   func(h *ShardHeader) { h.Round++ },
-		"peer":    func(h *ShardHeader) { h.Peer = "12D3KooWother" },
+		"peer":    func(h *ShardHeader) { h.Peer = testPeer(t, 10).String() },
 		"index":   func(h *ShardHeader) { h.Index = 2 },
 		"count":   func(h *ShardHeader) { h.Count = 4 },
 		"bundle":  func(h *ShardHeader) { h.BundleHash = bytes.Repeat([]byte{8}, 32) },

@@ -5,6 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/subtle"
 	"encoding/hex"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Sizes of sim evidence fields.
@@ -127,10 +130,18 @@ func verifySim(evidence []byte, p *Policy) (*Verdict, error) {
 	}, nil
 }
 
-// NewSimBundle makes a bundle with sim evidence for the given identity: the evidence binds
-// ReportData(network, run, peerID, ephemeral, EpochSeed(network, run, epoch)). For testnets
-// and tests only.
-func NewSimBundle(root ed25519.PrivateKey, measurement []byte, network, run, peerID string, epoch uint64, ephemeral ed25519.PublicKey) (*Bundle, error) {
+// NewSimBundle makes a bundle with sim evidence for the peer whose libp2p identity key is
+// identity, signed by that key: the evidence binds ReportData(network, run, peer ID,
+// ephemeral, EpochSeed(network, run, epoch)). For testnets and tests only.
+func NewSimBundle(root ed25519.PrivateKey, measurement []byte, network, run string, identity crypto.PrivKey, epoch uint64, ephemeral ed25519.PublicKey) (*Bundle, error) {
+	if identity == nil {
+		return nil, errorf(ClassMalformed, nil, "no identity key")
+	}
+	id, err := peer.IDFromPrivateKey(identity)
+	if err != nil {
+		return nil, errorf(ClassMalformed, err, "identity key")
+	}
+	peerID := id.String()
 	seed := EpochSeed(network, run, epoch)
 	ev, err := SignSimEvidence(root, measurement, ReportData(network, run, peerID, ephemeral, seed[:]))
 	if err != nil {
@@ -140,6 +151,9 @@ func NewSimBundle(root ed25519.PrivateKey, measurement []byte, network, run, pee
 		Version: BundleVersion, Kind: KindSim, Evidence: ev,
 		EphemeralKey: append([]byte(nil), ephemeral...),
 		PeerID:       peerID, Network: network, Run: run, Epoch: epoch,
+	}
+	if err := b.SignIdentity(identity); err != nil {
+		return nil, err
 	}
 	if err := b.check(); err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ const maxCertSize = 8 << 10
 // verifySNP checks an SEV-SNP report: its signature by the VCEK/VLEK in endorsements[0],
 // then with go-sev-guest that certificate's chain to the pinned AMD roots and product, then
 // the policy.
-// Endorsements after the first (ASK, ARK) are ignored: the roots are pinned.
+// It uses exactly one endorsement (VerifyEvidence refuses more): the roots are pinned.
 func verifySNP(evidence []byte, endorsements [][]byte, p *SNPPolicy, now time.Time) (*Verdict, error) {
 	if len(evidence) != abi.ReportSize {
 		return nil, errorf(ClassMalformed, nil, "SEV-SNP report is %d bytes, want %d", len(evidence), abi.ReportSize)

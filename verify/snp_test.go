@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"crypto/x509/pkix"
+	"errors"
 	"testing"
 	"time"
 
@@ -123,4 +124,18 @@ func TestSNPEndorsementProblems(t *testing.T) {
 func TestSNPKindNotAccepted(t *testing.T) {
 	_, err := VerifyEvidence(KindSEVSNP, testdata.AttestationBytes, [][]byte{testdata.VcekBytes}, DefaultPolicy(KindTDX), snpNow)
 	wantClass(t, err, ClassUnsupportedKind)
+}
+
+// TestZeroTimeRefused: a zero time is refused before any library sees it. crypto/x509 and
+// go-sev-guest would read the clock instead, and the verdict would depend on the verifier.
+func TestZeroTimeRefused(t *testing.T) {
+	_, err := VerifyEvidence(KindSEVSNP, testdata.AttestationBytes, [][]byte{testdata.VcekBytes}, snpTestPolicy(true), time.Time{})
+	if !errors.Is(err, ErrZeroTime) || ClassOf(err) != ClassCollateralInvalid {
+		t.Fatalf("SEV-SNP at the zero time: %v, want ErrZeroTime", err)
+	}
+	root := testKey(1)
+	b := simBundle(t, root, 7)
+	if _, err := Verify(b, simPolicy(root), seedFor(b), 7, time.Time{}); !errors.Is(err, ErrZeroTime) {
+		t.Fatalf("bundle at the zero time: %v, want ErrZeroTime", err)
+	}
 }

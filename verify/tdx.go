@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha256"
@@ -48,6 +49,14 @@ func verifyTDX(evidence []byte, p *TDXPolicy, now time.Time) (*Verdict, error) {
 	if err := abi.CheckQuote(quote); err != nil {
 		return nil, errorf(ClassMalformed, err, "checking TDX quote")
 	}
+	// One quote, one encoding: no bytes after the signed data its header declares, and the
+	// parsed quote re-encodes to exactly the evidence.
+	if q, ok := quote.(interface{ GetExtraBytes() []byte }); !ok || len(q.GetExtraBytes()) > 0 {
+		return nil, errorf(ClassMalformed, nil, "TDX quote has bytes after its signed data")
+	}
+	if again, err := abi.QuoteToAbiBytes(quote); err != nil || !bytes.Equal(again, evidence) {
+		return nil, errorf(ClassMalformed, err, "TDX quote is not in its one encoding")
+	}
 	body, signed, err := tdxParts(quote)
 	if err != nil {
 		return nil, err
@@ -78,6 +87,24 @@ func verifyTDX(evidence []byte, p *TDXPolicy, now time.Time) (*Verdict, error) {
 		return nil, classifyTDX(libErr, p.Collateral != nil)
 	}
 	return tdxPolicy(body, p)
+}
+
+// TrimTDXQuote returns the quote without the bytes that some quote providers leave after
+// its signed data (padding, or anything else): the one form Verify accepts. Producers
+// trim before they put a quote in a bundle. Errors are *Error of class malformed.
+func TrimTDXQuote(raw []byte) ([]byte, error) {
+	if len(raw) > maxQuoteSize {
+		return nil, errorf(ClassMalformed, nil, "TDX quote is %d bytes, limit %d", len(raw), maxQuoteSize)
+	}
+	quote, err := abi.QuoteToProto(raw)
+	if err != nil {
+		return nil, errorf(ClassMalformed, err, "parsing TDX quote")
+	}
+	q, ok := quote.(interface{ GetExtraBytes() []byte })
+	if !ok {
+		return nil, errorf(ClassMalformed, nil, "unsupported TDX quote type %T", quote)
+	}
+	return bytes.Clone(raw[:len(raw)-len(q.GetExtraBytes())]), nil
 }
 
 func tdxParts(quote any) (tdxBody, *pb.Ecdsa256BitQuoteV4AuthData, error) {

@@ -15,13 +15,23 @@ import (
 	"github.com/google/go-tdx-guest/testing/testdata"
 )
 
+// tdxQuote is the go-tdx-guest sample quote without the bytes the sample carries after
+// its signed data.
+var tdxQuote = func() []byte {
+	q, err := TrimTDXQuote(testdata.RawQuote)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}()
+
 // tdxNow is inside the validity of the sample quote's PCK chain and of the sample
 // collateral (TCB info until 2023-07-18, QE identity until 2023-07-08).
 var tdxNow = time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC)
 
 func tdxSampleBody(t *testing.T) *pb.TDQuoteBody {
 	t.Helper()
-	q, err := abi.QuoteToProto(testdata.RawQuote)
+	q, err := abi.QuoteToProto(tdxQuote)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +66,7 @@ func sampleCollateral(t *testing.T) *TDXCollateral {
 const tdxSampleMRTD = "6363b8043668a3ad953278e10389574d326c6749fb78aa810ecd9336923db86f22fc00b8dcd404bc10d5e119d7215cbb"
 
 func TestTDXGenuineVerifies(t *testing.T) {
-	v, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, DefaultPolicy(KindTDX), tdxNow)
+	v, err := VerifyEvidence(KindTDX, tdxQuote, nil, DefaultPolicy(KindTDX), tdxNow)
 	if err != nil {
 		t.Fatalf("genuine quote: %v", err)
 	}
@@ -64,7 +74,7 @@ func TestTDXGenuineVerifies(t *testing.T) {
 		t.Fatalf("verdict %+v", v)
 	}
 	// The v5 sample (TDX 1.5) is signed by a newer PCK certificate.
-	if _, err := VerifyEvidence(KindTDX, testdata.RawQuoteV5, nil, DefaultPolicy(KindTDX), time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+	if _, err := VerifyEvidence(KindTDX, mustTrim(t, testdata.RawQuoteV5), nil, DefaultPolicy(KindTDX), time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatalf("genuine v5 quote: %v", err)
 	}
 }
@@ -73,7 +83,7 @@ func TestTDXFlippedByteIsBadSignature(t *testing.T) {
 	// Offsets across the signed header (48 bytes) and TD quote body (584 bytes): header
 	// user data, TEE TCB SVN, MRTD, RTMR0, report data, last body byte.
 	for _, off := range []int{0x1e, 0x30, 0xb8, 0x1c8, 0x238, 0x277} {
-		q := bytes.Clone(testdata.RawQuote)
+		q := bytes.Clone(tdxQuote)
 		q[off] ^= 0x01
 		_, err := VerifyEvidence(KindTDX, q, nil, tdxTestPolicy(true), tdxNow)
 		if ClassOf(err) != ClassBadSignature {
@@ -89,7 +99,7 @@ func TestTDXUntrustedRoot(t *testing.T) {
 	p := tdxTestPolicy(true)
 	p.TDX.Roots = x509.NewCertPool()
 	p.TDX.Roots.AddCert(root)
-	_, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassUntrustedRoot)
 }
 
@@ -97,20 +107,20 @@ func TestTDXMeasurementAllowList(t *testing.T) {
 	other := bytes.Repeat([]byte{0xcd}, MeasurementSize)
 	p := tdxTestPolicy(true)
 	p.TDX.MRTDs = [][]byte{other}
-	_, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassMeasurementNotAllowed)
 
 	p.TDX.MRTDs = [][]byte{unhex(t, tdxSampleMRTD)}
-	v, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	v, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	if err != nil || !v.MeasurementChecked {
 		t.Fatalf("allowed MRTD: %v %+v", err, v)
 	}
 	// An RTMR allow-list that does not hold the quote's RTMR2.
 	p.TDX.RTMRs[2] = [][]byte{other}
-	_, err = VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err = VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassMeasurementNotAllowed)
 	p.TDX.RTMRs[2] = [][]byte{tdxSampleBody(t).GetRtmrs()[2]}
-	if _, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow); err != nil {
+	if _, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow); err != nil {
 		t.Fatalf("allowed RTMR2: %v", err)
 	}
 }
@@ -118,12 +128,12 @@ func TestTDXMeasurementAllowList(t *testing.T) {
 func TestTDXMinimumTeeTCBSVN(t *testing.T) {
 	p := tdxTestPolicy(true)
 	p.TDX.MinTeeTCBSVN = tdxSampleBody(t).GetTeeTcbSvn()
-	if _, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow); err != nil {
+	if _, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow); err != nil {
 		t.Fatalf("SVN equal to the minimum: %v", err)
 	}
 	p.TDX.MinTeeTCBSVN = bytes.Clone(p.TDX.MinTeeTCBSVN)
 	p.TDX.MinTeeTCBSVN[0]++
-	_, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassTCBTooLow)
 }
 
@@ -146,11 +156,11 @@ func TestTDXCollateralFromMemory(t *testing.T) {
 	p.TDX.Collateral = sampleCollateral(t)
 	// The sample TCB info lists newer TCB levels than the sample quote's platform has (the
 	// library's own tests zero the SVNs to pass), so Intel's status check refuses it.
-	_, err := VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err := VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassTCBTooLow)
 
 	// Past the TCB info's nextUpdate (2023-07-18) the collateral has expired.
-	_, err = VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, time.Date(2023, 8, 1, 0, 0, 0, 0, time.UTC))
+	_, err = VerifyEvidence(KindTDX, tdxQuote, nil, p, time.Date(2023, 8, 1, 0, 0, 0, 0, time.UTC))
 	wantClass(t, err, ClassCollateralInvalid)
 
 	// A changed TCB info body no longer matches Intel's signature over it.
@@ -160,16 +170,16 @@ func TestTDXCollateralFromMemory(t *testing.T) {
 		t.Fatal("tampering did not change the TCB info")
 	}
 	p.TDX.Collateral = &tampered
-	_, err = VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err = VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassCollateralInvalid)
 
 	p.TDX.Collateral = &TDXCollateral{TCBInfo: testdata.TcbInfoBody}
-	_, err = VerifyEvidence(KindTDX, testdata.RawQuote, nil, p, tdxNow)
+	_, err = VerifyEvidence(KindTDX, tdxQuote, nil, p, tdxNow)
 	wantClass(t, err, ClassCollateralInvalid)
 }
 
 func TestTDXMalformed(t *testing.T) {
-	_, err := VerifyEvidence(KindTDX, testdata.RawQuote[:300], nil, tdxTestPolicy(true), tdxNow)
+	_, err := VerifyEvidence(KindTDX, tdxQuote[:300], nil, tdxTestPolicy(true), tdxNow)
 	wantClass(t, err, ClassMalformed)
 	_, err = VerifyEvidence(KindTDX, make([]byte, maxQuoteSize+1), nil, tdxTestPolicy(true), tdxNow)
 	wantClass(t, err, ClassMalformed)
@@ -181,4 +191,13 @@ func TestPercentEncodeRoundTrips(t *testing.T) {
 	if err != nil || out != string(in) {
 		t.Fatalf("%q %v", out, err)
 	}
+}
+
+func mustTrim(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	q, err := TrimTDXQuote(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

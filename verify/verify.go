@@ -3,6 +3,7 @@ package verify
 import (
 	"crypto/ed25519"
 	"crypto/subtle"
+	"errors"
 	"slices"
 	"time"
 )
@@ -35,13 +36,18 @@ type Verdict struct {
 // Verify checks a bundle: the kind is accepted; the evidence chain verifies offline against
 // pinned roots (never roots from the bundle); the policy holds (measurement allow-list,
 // debug off, VMPL, minimum TCB); the epoch is within the policy's window of currentEpoch;
-// and the report's user data equals ReportData(b.Network, b.Run, b.PeerID, b.EphemeralKey,
-// epochSeed). epochSeed is the seed of the bundle's epoch (normally EpochSeed(network, run,
-// b.Epoch)); now is the time at which certificates must be valid.
+// the peer's libp2p identity key (embedded in b.PeerID) signed the bundle's binding
+// (identity_mismatch otherwise); and the report's user data equals ReportData(b.Network,
+// b.Run, b.PeerID, b.EphemeralKey, epochSeed). epochSeed is the seed of the bundle's epoch
+// (normally EpochSeed(network, run, b.Epoch)); now is the time at which certificates must
+// be valid, and must not be zero (no library is left to read the clock).
 //
 // The caller must still check that b.PeerID is the peer that sent or signed what the bundle
 // vouches for. Every error is an *Error; Verify is safe for concurrent use.
 func Verify(b *Bundle, p *Policy, epochSeed []byte, currentEpoch uint64, now time.Time) (*Verdict, error) {
+	if err := checkNow(now); err != nil {
+		return nil, err
+	}
 	if err := b.check(); err != nil {
 		return nil, err
 	}
@@ -52,6 +58,9 @@ func Verify(b *Bundle, p *Policy, epochSeed []byte, currentEpoch uint64, now tim
 		return nil, errorf(ClassBindingMismatch, nil, "bundle is for run %q, not %q", b.Run, p.Run)
 	}
 	if err := checkEpoch(b.Epoch, currentEpoch, p.MaxAgeEpochs); err != nil {
+		return nil, err
+	}
+	if err := b.checkIdentity(); err != nil {
 		return nil, err
 	}
 	v, err := VerifyEvidence(b.Kind, b.Evidence, b.Endorsements, p, now)
@@ -71,8 +80,11 @@ func Verify(b *Bundle, p *Policy, epochSeed []byte, currentEpoch uint64, now tim
 
 // VerifyEvidence checks raw evidence of one kind against the policy, without a binding:
 // the verdict's ReportData is whatever the report carries. The CLI uses it for raw SNP
-// reports and TDX quotes; Verify uses it for bundles.
+// reports and TDX quotes; Verify uses it for bundles. now must not be zero.
 func VerifyEvidence(kind Kind, evidence []byte, endorsements [][]byte, p *Policy, now time.Time) (*Verdict, error) {
+	if err := checkNow(now); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case KindSEVSNP, KindTDX, KindSim:
 	default:
@@ -84,6 +96,9 @@ func VerifyEvidence(kind Kind, evidence []byte, endorsements [][]byte, p *Policy
 	if kind != KindSim && !p.accepts(kind) {
 		return nil, errorf(ClassUnsupportedKind, nil, "the policy does not accept kind %q", kind)
 	}
+	if err := checkEndorsementCount(kind, endorsements); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case KindSEVSNP:
 		return verifySNP(evidence, endorsements, &p.SNP, now)
@@ -94,9 +109,35 @@ func VerifyEvidence(kind Kind, evidence []byte, endorsements [][]byte, p *Policy
 	}
 }
 
+// checkEndorsementCount refuses endorsements the evidence does not use: SEV-SNP uses
+// exactly its VCEK or VLEK (the AMD roots are pinned), TDX quotes carry their own PCK chain,
+// and sim evidence has none. Unused bytes would make free variants of one attestation.
+func checkEndorsementCount(kind Kind, endorsements [][]byte) error {
+	used := 0
+	if kind == KindSEVSNP {
+		used = 1
+	}
+	if len(endorsements) > used {
+		return errorf(ClassMalformed, nil, "%d endorsements for %s evidence, which uses %d", len(endorsements), kind, used)
+	}
+	return nil
+}
+
+// ErrZeroTime is wrapped (class collateral_invalid) when a verification is asked at the
+// zero time. crypto/x509, go-sev-guest and go-tdx-guest read the clock when given a zero
+// time, and a verdict must never depend on the verifier's clock.
+var ErrZeroTime = errors.New("verification time is zero; pass the time explicitly")
+
+func checkNow(now time.Time) error {
+	if now.IsZero() {
+		return &Error{Class: ClassCollateralInvalid, Detail: "no time to judge certificates at", Err: ErrZeroTime}
+	}
+	return nil
+}
+
 // checkEpoch accepts epoch at current when it is at most one ahead and at most maxAge behind.
 func checkEpoch(epoch, current, maxAge uint64) error {
-	if epoch > current+1 || current > epoch && current-epoch > maxAge {
+	if epoch > current && epoch-current > 1 || current > epoch && current-epoch > maxAge {
 		return errorf(ClassStale, nil, "bundle epoch %d at current epoch %d (max age %d)", epoch, current, maxAge)
 	}
 	return nil

@@ -3,9 +3,13 @@ package verify
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -23,7 +27,7 @@ func simPolicy(root ed25519.PrivateKey) *Policy {
 
 func simBundle(t *testing.T, root ed25519.PrivateKey, epoch uint64) *Bundle {
 	t.Helper()
-	b, err := NewSimBundle(root, simMeasurement(), "testnet-1a2b3c4d", "run-1", "12D3KooWpeer", epoch, testKey(9).Public().(ed25519.PublicKey))
+	b, err := NewSimBundle(root, simMeasurement(), "testnet-1a2b3c4d", "run-1", testIdentity(9), epoch, testKey(9).Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,26 +92,17 @@ func TestSimMeasurementAllowList(t *testing.T) {
 	}
 }
 
-// Each bound field, changed after the evidence was made, breaks the binding.
+// Each bound field, changed after the evidence was made (and the bundle signed again by
+// the identity it names), breaks the binding.
 func TestBindingMismatchOnEachField(t *testing.T) {
 	root := testKey(1)
-	cases := []struct {
-		name   string
-		change func(b *Bundle, seed []byte) []byte
-	}{
-		{"network", func(b *Bundle, s []byte) []byte { b.Network = "othernet-00000000"; return s }},
-		{"run", func(b *Bundle, s []byte) []byte { b.Run = "run-2"; return s }},
-		{"peer ID", func(b *Bundle, s []byte) []byte { b.PeerID = "12D3KooWother"; return s }},
-		{"ephemeral key", func(b *Bundle, s []byte) []byte {
-			b.EphemeralKey = testKey(10).Public().(ed25519.PublicKey)
-			return s
-		}},
-		{"epoch seed", func(b *Bundle, s []byte) []byte { x := EpochSeed(b.Network, b.Run, b.Epoch+1); return x[:] }},
-	}
-	for _, tc := range cases {
+	for _, tc := range boundFieldChanges() {
 		t.Run(tc.name, func(t *testing.T) {
 			b := simBundle(t, root, 7)
-			seed := tc.change(b, seedFor(b))
+			seed, id := tc.change(b, seedFor(b))
+			if err := b.SignIdentity(id); err != nil {
+				t.Fatal(err)
+			}
 			_, err := Verify(b, simPolicy(root), seed, 7, testNow)
 			wantClass(t, err, ClassBindingMismatch)
 		})
@@ -116,6 +111,73 @@ func TestBindingMismatchOnEachField(t *testing.T) {
 	b := simBundle(t, root, 7)
 	if _, err := Verify(b, simPolicy(root), seedFor(b), 7, testNow); err != nil {
 		t.Fatal(err)
+	}
+}
+
+type fieldChange struct {
+	name   string
+	change func(b *Bundle, seed []byte) ([]byte, crypto.PrivKey)
+}
+
+// boundFieldChanges change one bound field of a bundle of testIdentity(9) and return the
+// seed and the identity that the changed bundle names.
+func boundFieldChanges() []fieldChange {
+	return []fieldChange{
+		{"network", func(b *Bundle, s []byte) ([]byte, crypto.PrivKey) {
+			b.Network = "othernet-00000000"
+			return s, testIdentity(9)
+		}},
+		{"run", func(b *Bundle, s []byte) ([]byte, crypto.PrivKey) { b.Run = "run-2"; return s, testIdentity(9) }},
+		{"peer ID", func(b *Bundle, s []byte) ([]byte, crypto.PrivKey) {
+			id, _ := peer.IDFromPrivateKey(testIdentity(10))
+			b.PeerID = id.String()
+			return s, testIdentity(10)
+		}},
+		{"ephemeral key", func(b *Bundle, s []byte) ([]byte, crypto.PrivKey) {
+			b.EphemeralKey = testKey(10).Public().(ed25519.PublicKey)
+			return s, testIdentity(9)
+		}},
+		{"epoch seed", func(b *Bundle, s []byte) ([]byte, crypto.PrivKey) {
+			x := EpochSeed(b.Network, b.Run, b.Epoch+1)
+			return x[:], testIdentity(9)
+		}},
+	}
+}
+
+// TestFramingWithoutIdentitySignatureRefused: a bundle whose binding its peer's identity
+// key did not sign is refused as identity_mismatch, whatever the evidence: a missing
+// signature, a signature by someone else's key (an attacker naming its victim), or a bound
+// field changed after signing.
+func TestFramingWithoutIdentitySignatureRefused(t *testing.T) {
+	root := testKey(1)
+	b := simBundle(t, root, 7)
+	b.IdentitySig = nil
+	_, err := Verify(b, simPolicy(root), seedFor(b), 7, testNow)
+	wantClass(t, err, ClassIdentityMismatch)
+	if !errors.Is(err, ErrNoIdentitySig) {
+		t.Fatalf("missing signature: %v, want ErrNoIdentitySig", err)
+	}
+
+	// The attacker (identity 10) signs a bundle naming the victim (identity 9).
+	b = simBundle(t, root, 7)
+	sig, err := testIdentity(10).Sign(b.IdentityMessage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.IdentitySig = sig
+	_, err = Verify(b, simPolicy(root), seedFor(b), 7, testNow)
+	wantClass(t, err, ClassIdentityMismatch)
+	if err := b.SignIdentity(testIdentity(10)); ClassOf(err) != ClassIdentityMismatch {
+		t.Fatalf("signing a bundle that names another peer: %v", err)
+	}
+
+	for _, tc := range boundFieldChanges()[:4] {
+		b := simBundle(t, root, 7)
+		tc.change(b, nil)
+		_, err := Verify(b, simPolicy(root), seedFor(b), 7, testNow)
+		if ClassOf(err) != ClassIdentityMismatch {
+			t.Errorf("%s changed after signing: %v, want identity_mismatch", tc.name, err)
+		}
 	}
 }
 

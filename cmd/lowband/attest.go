@@ -95,7 +95,11 @@ func attestVerify(c *cli.Context) error {
 	case string(verify.KindSEVSNP):
 		v, err = verifySNPFile(c, data, p, now)
 	case string(verify.KindTDX):
-		v, err = verify.VerifyEvidence(verify.KindTDX, data, nil, p, now)
+		// A raw quote as a provider returned it may carry bytes after its signed data;
+		// bundles never do (producers trim).
+		if data, err = verify.TrimTDXQuote(data); err == nil {
+			v, err = verify.VerifyEvidence(verify.KindTDX, data, nil, p, now)
+		}
 	default:
 		return fmt.Errorf("unknown --kind %q (want bundle, sev-snp or tdx)", c.String("kind"))
 	}
@@ -227,10 +231,12 @@ func simBundleCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sim-bundle",
 		Usage: "make an attestation bundle with simulated evidence (testnets only)",
-		UsageText: "lowband attest sim-bundle --out FILE (--spec FILE | --network ID --run RUN) --peer ID\n" +
+		UsageText: "lowband attest sim-bundle --out FILE (--spec FILE | --network ID --run RUN) [--home DIR]\n" +
 			"    [--key FILE] [--epoch N] [--measurement HEX] [--ephemeral-key HEX | --ephemeral-out FILE]\n\n" +
 			"Signs sim evidence with the sim root in --key (default: the public devnet root), bound to\n" +
-			"the network (--spec gives its network ID and run), peer, epoch and an ephemeral ed25519 key:\n" +
+			"the network (--spec gives its network ID and run), the home's peer, epoch and an ephemeral\n" +
+			"ed25519 key, and signs that binding with the home's identity key (the bundle speaks for\n" +
+			"the peer of the home in --home):\n" +
 			"--ephemeral-key names its public key; otherwise a new one is generated and its private\n" +
 			"seed written (hex, mode 0600) to --ephemeral-out.",
 		Flags: []cli.Flag{
@@ -239,7 +245,7 @@ func simBundleCommand() *cli.Command {
 			&cli.StringFlag{Name: "spec", Usage: "network spec file: takes the network ID and run from it"},
 			&cli.StringFlag{Name: "network", Usage: "network ID (as on the wire, e.g. devnet-1a2b3c4d)"},
 			&cli.StringFlag{Name: "run", Usage: "run name"},
-			&cli.StringFlag{Name: "peer", Required: true, Usage: "peer ID the bundle speaks for"},
+			homeFlag,
 			&cli.Uint64Flag{Name: "epoch", Usage: "attestation epoch"},
 			&cli.StringFlag{Name: "measurement", Usage: "measurement to claim, hex 48 bytes (default: zeros)"},
 			&cli.StringFlag{Name: "ephemeral-key", Usage: "ephemeral ed25519 public key, hex"},
@@ -270,7 +276,15 @@ func simBundle(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := verify.NewSimBundle(root, measurement, network, run, c.String("peer"), c.Uint64("epoch"), eph)
+	hm, err := home(c)
+	if err != nil {
+		return err
+	}
+	identity, err := hm.LoadIdentity()
+	if err != nil {
+		return err
+	}
+	b, err := verify.NewSimBundle(root, measurement, network, run, identity, c.Uint64("epoch"), eph)
 	if err != nil {
 		return err
 	}

@@ -113,9 +113,12 @@ func TestAttestSimBundleAndVerify(t *testing.T) {
 	if _, _, code := runCLI(t, "attest", "sim-keygen", "--out", key); code == 0 {
 		t.Fatal("sim-keygen overwrote a key")
 	}
-	bundle := filepath.Join(dir, "b.cbor")
+	bundle, h := filepath.Join(dir, "b.cbor"), filepath.Join(dir, "home")
+	if _, stderr, code := runCLI(t, "init", "--home", h, "--profile", "local"); code != 0 {
+		t.Fatalf("init: exit %d %s", code, stderr)
+	}
 	_, stderr, code := runCLI(t, "attest", "sim-bundle", "--out", bundle, "--key", key, "--network", "testnet-00000000",
-		"--run", "r1", "--peer", "12D3KooWpeer", "--epoch", "4", "--ephemeral-out", filepath.Join(dir, "eph.key"))
+		"--run", "r1", "--home", h, "--epoch", "4", "--ephemeral-out", filepath.Join(dir, "eph.key"))
 	if code != 0 {
 		t.Fatalf("sim-bundle: exit %d %s", code, stderr)
 	}

@@ -66,7 +66,7 @@ func TestSimBundleEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{5}, 32)).Public().(ed25519.PublicKey)
-	b, err := Attest(context.Background(), prod, "testnet-00000000", "r1", "12D3KooWpeer", 3, eph)
+	b, err := Attest(context.Background(), prod, "testnet-00000000", "r1", testIdentity(t), 3, eph)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestDevnetProducerMatchesDevnetSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{6}, 32)).Public().(ed25519.PublicKey)
-	b, err := Attest(context.Background(), prod, spec.NetworkID(), spec.Run, "12D3KooWpeer", 0, eph)
+	b, err := Attest(context.Background(), prod, spec.NetworkID(), spec.Run, testIdentity(t), 0, eph)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestLoadTDXCollateral(t *testing.T) {
 	p := verify.DefaultPolicy(verify.KindTDX)
 	p.TDX.Collateral = c
 	// The library's sample TCB info lists newer levels than its sample quote (see verify's tests).
-	_, err = verify.VerifyEvidence(verify.KindTDX, tdxdata.RawQuote, nil, p, time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC))
+	_, err = verify.VerifyEvidence(verify.KindTDX, trimmedQuote(t), nil, p, time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC))
 	if verify.ClassOf(err) != verify.ClassTCBTooLow {
 		t.Fatalf("collateral from files: %v", err)
 	}
@@ -245,5 +245,23 @@ func TestHardwareProducersOffHardware(t *testing.T) {
 func TestEpochOf(t *testing.T) {
 	if EpochOf(0, 100) != 0 || EpochOf(99, 100) != 0 || EpochOf(100, 100) != 1 || EpochOf(5, 0) != 0 {
 		t.Fatal("epochs")
+	}
+}
+
+func trimmedQuote(t *testing.T) []byte {
+	t.Helper()
+	q, err := verify.TrimTDXQuote(tdxdata.RawQuote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// TestPolicyFromSpecRefusesMRTDWithoutRTMRs: a spec struct built without validation still
+// cannot give a TDX policy that pins the firmware but not what it boots.
+func TestPolicyFromSpecRefusesMRTDWithoutRTMRs(t *testing.T) {
+	a := configs.AttestSpec{Kinds: []string{configs.KindTDX}, TDX: configs.TDXSpec{MRTDs: []string{strings.Repeat("ab", 48)}}}
+	if _, err := PolicyFromSpec(a, "", ""); err == nil || !strings.Contains(err.Error(), "RTMR0") {
+		t.Fatalf("MRTD without RTMRs: %v", err)
 	}
 }

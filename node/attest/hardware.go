@@ -74,7 +74,7 @@ func newTDXProducer() (Producer, error) {
 
 func (*tdxProducer) Kind() verify.Kind { return verify.KindTDX }
 
-// Evidence returns the raw quote; its PCK chain is inside it.
+// Evidence returns the quote (trimmed: see verify.TrimTDXQuote); its PCK chain is inside it.
 func (p *tdxProducer) Evidence(ctx context.Context, reportData [64]byte) ([]byte, [][]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -82,6 +82,11 @@ func (p *tdxProducer) Evidence(ctx context.Context, reportData [64]byte) ([]byte
 	quote, err := tdxclient.GetRawQuote(p.qp, reportData)
 	if err != nil {
 		return nil, nil, fmt.Errorf("getting TDX quote: %w", err)
+	}
+	// Verifiers accept a quote only without the bytes some providers leave after it.
+	quote, err = verify.TrimTDXQuote(quote)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TDX quote: %w", err)
 	}
 	return quote, nil, nil
 }

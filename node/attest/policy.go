@@ -48,6 +48,9 @@ func PolicyFromSpec(a configs.AttestSpec, network, run string) (*verify.Policy, 
 			return nil, fmt.Errorf("attest.tdx.min_tee_tcb_svn: %w", err)
 		}
 	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("attest.tdx: %w", err)
+	}
 	return p, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/verify"
 )
@@ -114,8 +116,17 @@ func (s *SimProducer) Evidence(_ context.Context, reportData [64]byte) ([]byte, 
 }
 
 // Attest makes this node's bundle for one epoch: it binds the ephemeral public key to the
-// node's identity and the epoch through the producer's evidence.
-func Attest(ctx context.Context, p Producer, network, run, peerID string, epoch uint64, ephemeral ed25519.PublicKey) (*verify.Bundle, error) {
+// node's identity and the epoch through the producer's evidence, and signs that binding
+// with the node's libp2p identity key (whose peer ID the bundle names).
+func Attest(ctx context.Context, p Producer, network, run string, identity crypto.PrivKey, epoch uint64, ephemeral ed25519.PublicKey) (*verify.Bundle, error) {
+	if identity == nil {
+		return nil, fmt.Errorf("making bundle: no identity key")
+	}
+	id, err := peer.IDFromPrivateKey(identity)
+	if err != nil {
+		return nil, fmt.Errorf("making bundle: identity key: %w", err)
+	}
+	peerID := id.String()
 	seed := verify.EpochSeed(network, run, epoch)
 	rd := verify.ReportData(network, run, peerID, ephemeral, seed[:])
 	ev, endorsements, err := p.Evidence(ctx, rd)
@@ -125,6 +136,9 @@ func Attest(ctx context.Context, p Producer, network, run, peerID string, epoch 
 	b := &verify.Bundle{
 		Version: verify.BundleVersion, Kind: p.Kind(), Evidence: ev, Endorsements: endorsements,
 		EphemeralKey: append([]byte(nil), ephemeral...), PeerID: peerID, Network: network, Run: run, Epoch: epoch,
+	}
+	if err := b.SignIdentity(identity); err != nil {
+		return nil, fmt.Errorf("making bundle: %w", err)
 	}
 	if _, err := b.Marshal(); err != nil {
 		return nil, fmt.Errorf("making bundle: %w", err)

@@ -42,8 +42,12 @@ func (v *Verifier) Verify(b *verify.Bundle, currentEpoch uint64) (*verify.Verdic
 	return verdict, nil
 }
 
-// Lookup returns the cached verdict of a bundle hash, if any.
-func (v *Verifier) Lookup(hash [32]byte) (*verify.Verdict, bool) { return v.cache.Get(hash) }
+// Lookup returns the cached verdict of a bundle hash when the node's policy reached it and
+// its epoch is still within the policy's window at currentEpoch.
+func (v *Verifier) Lookup(hash [32]byte, currentEpoch uint64) (*verify.Verdict, bool) {
+	verdict, err := v.cache.Lookup(hash, v.policy, currentEpoch)
+	return verdict, err == nil && verdict != nil
+}
 
 func logAcceptance(log *slog.Logger, v *verify.Verdict) {
 	attrs := []any{"peer", v.PeerID, "kind", string(v.Kind), "epoch", v.Epoch,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/verify"
 )
@@ -24,7 +25,7 @@ func TestVerifierLogsSimAsInsecure(t *testing.T) {
 	var logBuf bytes.Buffer
 	v := NewVerifier(p, 16, slog.New(slog.NewTextHandler(&logBuf, nil)))
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32)).Public().(ed25519.PublicKey)
-	b, err := Attest(context.Background(), NewSimProducer(DevnetSimRoot(), make([]byte, 48)), spec.NetworkID(), spec.Run, "12D3KooWpeer", 2, eph)
+	b, err := Attest(context.Background(), NewSimProducer(DevnetSimRoot(), make([]byte, 48)), spec.NetworkID(), spec.Run, testIdentity(t), 2, eph)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +38,11 @@ func TestVerifierLogsSimAsInsecure(t *testing.T) {
 	if n := strings.Count(logBuf.String(), "INSECURE"); n != 1 {
 		t.Fatalf("logged %d insecure acceptances for one bundle verified once and cached:\n%s", n, logBuf.String())
 	}
-	if _, ok := v.Lookup(b.Hash()); !ok {
+	if _, ok := v.Lookup(b.Hash(), 2); !ok {
 		t.Fatal("verdict not cached")
 	}
 	b.Epoch = 9 // no longer bound, and not in the cache under this hash
-	if _, err := v.Verify(b, 9); verify.ClassOf(err) != verify.ClassBindingMismatch {
+	if _, err := v.Verify(b, 9); verify.ClassOf(err) != verify.ClassIdentityMismatch {
 		t.Fatalf("changed epoch: %v", err)
 	}
 }
@@ -69,5 +70,40 @@ func TestCheckStart(t *testing.T) {
 	public.Attest.Producer = configs.KindSEVSNP
 	if err := CheckStart(public, hw); err != nil {
 		t.Fatalf("sev-snp producer on a hardware network: %v", err)
+	}
+}
+
+// testIdentity is a fixed libp2p identity key.
+func testIdentity(t *testing.T) crypto.PrivKey {
+	t.Helper()
+	k, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestLookupStaleVerdictRefused: a cached verdict is returned only while its epoch is
+// within the policy's window of the epoch asked about.
+func TestLookupStaleVerdictRefused(t *testing.T) {
+	spec, err := configs.ParseSpec("devnet", configs.DevnetSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := PolicyFromSpec(spec.Attest, spec.NetworkID(), spec.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewVerifier(p, 16, nil)
+	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, 32)).Public().(ed25519.PublicKey)
+	b, err := Attest(context.Background(), NewSimProducer(DevnetSimRoot(), make([]byte, 48)), spec.NetworkID(), spec.Run, testIdentity(t), 2, eph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(b, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.Lookup(b.Hash(), 2+p.MaxAgeEpochs+1); ok {
+		t.Fatalf("verdict of epoch 2 returned at epoch %d (max age %d)", 2+p.MaxAgeEpochs+1, p.MaxAgeEpochs)
 	}
 }

@@ -113,7 +113,7 @@ func TestCommitAndReopen(t *testing.T) {
 	if err != nil || !st.Equal(last) {
 		t.Fatalf("replay: %v", err)
 	}
-	h, err := s.History("P3")
+	h, err := s.History(incentivestest.PeerID("P3"))
 	if err != nil || len(h) == 0 {
 		t.Fatalf("history of P3: %v %v", h, err)
 	}
