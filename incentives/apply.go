@@ -67,46 +67,6 @@ func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error)
 	return next, events, nil
 }
 
-// Closed is what Build returns: the canonical record of the round (PrevRoot and NewRoot
-// filled), the state it leads to, what happened, and the evidence left out with the reason.
-type Closed struct {
-	Record   *Record
-	State    *State
-	Events   []Event
-	Rejected []Rejected
-}
-
-// Rejected is evidence that Build left out, and why.
-type Rejected struct {
-	ID  ID
-	Err error
-}
-
-// Build closes round s.Round: it checks each evidence item, keeps those that prove an
-// offence inside the window, and applies the canonical record. The receiver is not
-// modified. Build fails only on a malformed inclusion list (too long, bad peer names or
-// CIDs); bad evidence is reported in Closed.Rejected.
-func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []byte, chk EvidenceChecker) (Closed, error) {
-	rec := &Record{Version: RecordVersion, Round: s.Round, PrevRoot: slices.Clone(s.Head), ModelRoot: slices.Clone(modelRoot)}
-	rec.Contributions = slices.Clone(contribs)
-	chk = NewCheckCache(chk, len(evidence)+1) // each item is checked here and again in step
-	var rejected []Rejected
-	for _, e := range evidence {
-		if _, err := s.checkEvidence(&e, chk, s.Round); err != nil {
-			rejected = append(rejected, Rejected{ID: e.ID(), Err: err})
-			continue
-		}
-		rec.Evidence = append(rec.Evidence, e)
-	}
-	rec.Canonicalize()
-	next, events, err := s.step(rec, chk)
-	if err != nil {
-		return Closed{Rejected: rejected}, err
-	}
-	rec.NewRoot = slices.Clone(next.Head)
-	return Closed{Record: rec, State: next, Events: events, Rejected: rejected}, nil
-}
-
 // checkEvidence checks e and its window for the record of round r.
 func (s *State) checkEvidence(e *Evidence, chk EvidenceChecker, r uint64) (Offence, error) {
 	off, err := chk.Check(e)

@@ -9,11 +9,15 @@ import (
 
 // Size limits, checked before anything is decoded.
 const (
-	// MaxEvidenceSize caps one encoded evidence item: a bundle, two signed headers and at
-	// most one shard payload.
-	MaxEvidenceSize = 1 << 20
-	// MaxRecordSize caps one encoded commit record, evidence included.
-	MaxRecordSize = 16 << 20
+	// MaxRecordSize caps one encoded commit record, evidence included. A record is gossiped
+	// as one message: this leaves room for the gossip layer's framing under its 1 MiB cap.
+	MaxRecordSize = 1<<20 - 32<<10
+	// MaxEvidenceSize caps one encoded evidence item: a bundle (at most 64 KiB), two signed
+	// headers and at most one shard payload (at most 512 KiB).
+	MaxEvidenceSize = 580 << 10
+	// MaxContributionsSize caps the encoded inclusion list of one record, so that a record
+	// with the most contributions still has room for one maximal evidence item.
+	MaxContributionsSize = MaxRecordSize - MaxEvidenceSize - recordOverhead
 	// MaxStateSize caps one encoded ledger state.
 	MaxStateSize = 64 << 20
 	// MaxContributions caps the inclusion list of one record.
@@ -26,6 +30,8 @@ const (
 	MaxRootSize = 64
 	maxCIDSize  = 64
 	maxPeerSize = 128
+	// recordOverhead bounds the encoding of a record's fields other than its two lists.
+	recordOverhead = 1024
 )
 
 var (

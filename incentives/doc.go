@@ -18,7 +18,10 @@
 // # Usage
 //
 // A node closes a round with State.Build, which checks the evidence it holds, leaves out
-// what proves nothing, and returns the canonical record and the next state. A node that
+// what proves nothing or proves an offence already penalised, includes what fits the
+// record (MaxEvidencePerRecord items, MaxRecordSize bytes; oldest offence first), and
+// returns the canonical record, the next state and the evidence deferred to later rounds.
+// Build never fails because of evidence, and every record it writes decodes. A node that
 // receives or replays a record calls State.Apply, which refuses the whole record if any
 // evidence in it is bad, out of the window, or if the record's roots do not match. Both
 // return new values and never modify the receiver; the caller persists the record and the
@@ -27,7 +30,7 @@
 //	st, _ := incentives.NewState(params, genesis)
 //	closed, err := st.Build(contribs, evidence, modelRoot, checker)
 //	// persist closed.Record and closed.State atomically, publish the record,
-//	// then st = closed.State
+//	// then st = closed.State and keep closed.Deferred for the next round
 //
 // # Rules
 //

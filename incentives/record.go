@@ -132,7 +132,22 @@ func (r *Record) checkShape() error {
 	if err := checkContributions(r.Contributions); err != nil {
 		return err
 	}
-	return r.checkEvidenceOrder()
+	if err := r.checkEvidenceOrder(); err != nil {
+		return err
+	}
+	return r.checkSize()
+}
+
+// checkSize: the inclusion list fits MaxContributionsSize and the whole record
+// MaxRecordSize, so every record Build writes or Apply takes can be decoded and gossiped.
+func (r *Record) checkSize() error {
+	if n := len(marshal(r.Contributions)); n > MaxContributionsSize {
+		return fmt.Errorf("%w: contributions are %d bytes, limit %d", ErrMalformed, n, MaxContributionsSize)
+	}
+	if n := len(r.Marshal()); n > MaxRecordSize {
+		return fmt.Errorf("%w: record is %d bytes, limit %d", ErrMalformed, n, MaxRecordSize)
+	}
+	return nil
 }
 
 func checkContributions(cs []Contribution) error {
