@@ -42,8 +42,9 @@ type PenaltySpec struct {
 // MaxGenesisStakes caps the genesis list; the spec is hashed and gossiped as a whole.
 const MaxGenesisStakes = 10000
 
-// maxEvidenceWindow keeps the ledger's memory of past offences bounded.
-const maxEvidenceWindow = 1 << 16
+// MaxEvidenceWindow keeps the ledger's memory of past offences bounded; the ledger
+// (incentives.MaxEvidenceWindow) allows the same.
+const MaxEvidenceWindow = 1 << 16
 
 func (i *IncentivesSpec) validate() error {
 	if len(i.Stakes) > MaxGenesisStakes {
@@ -71,8 +72,8 @@ func (i *IncentivesSpec) validate() error {
 	if math.IsNaN(i.UnstakedWeight) || i.UnstakedWeight < 0 || i.UnstakedWeight > 1 {
 		return &KeyError{Key: "unstaked_weight", Err: fmt.Errorf("%v is not in [0, 1]", i.UnstakedWeight)}
 	}
-	if i.EvidenceWindow > maxEvidenceWindow {
-		return &KeyError{Key: "evidence_window", Err: fmt.Errorf("%d rounds, more than the %d allowed", i.EvidenceWindow, maxEvidenceWindow)}
+	if i.EvidenceWindow > MaxEvidenceWindow {
+		return &KeyError{Key: "evidence_window", Err: fmt.Errorf("%d rounds, more than the %d allowed", i.EvidenceWindow, MaxEvidenceWindow)}
 	}
 	if i.JailRounds > math.MaxUint32 {
 		return &KeyError{Key: "jail_rounds", Err: fmt.Errorf("%d rounds is too many", i.JailRounds)}

@@ -115,7 +115,7 @@ func (r *Record) checkLimits() error {
 // pruneSeen forgets offences that no evidence can reach any more.
 func (s *State) pruneSeen(r uint64) {
 	w := s.Params.EvidenceWindow
-	s.Seen = slices.DeleteFunc(s.Seen, func(o Offence) bool { return o.Round+w < r })
+	s.Seen = slices.DeleteFunc(s.Seen, func(o Offence) bool { return o.Round < r && r-o.Round > w })
 }
 
 func (s *State) release(r uint64) []Event {

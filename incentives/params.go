@@ -9,6 +9,10 @@ import (
 // PPM is the denominator of weights given in parts per million.
 const PPM = 1_000_000
 
+// MaxEvidenceWindow bounds Params.EvidenceWindow (as the network spec does): the ledger
+// remembers penalised offences for that many rounds.
+const MaxEvidenceWindow = 1 << 16
+
 // Params are the ledger's rules, fixed at genesis. Every node of a network holds the same.
 type Params struct {
 	// MinStake is the stake from which a peer counts fully: whole reward, voting power.
@@ -43,6 +47,9 @@ type Genesis struct {
 func (p *Params) Validate() error {
 	if p.UnstakedWeightPPM > PPM {
 		return fmt.Errorf("%w: unstaked weight %d ppm is over %d", ErrBadParams, p.UnstakedWeightPPM, PPM)
+	}
+	if p.EvidenceWindow > MaxEvidenceWindow {
+		return fmt.Errorf("%w: evidence window of %d rounds, limit %d", ErrBadParams, p.EvidenceWindow, MaxEvidenceWindow)
 	}
 	if p.Penalties[0] != 0 {
 		return fmt.Errorf("%w: penalty for kind 0 must be 0", ErrBadParams)

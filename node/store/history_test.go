@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
 )
@@ -41,5 +42,15 @@ func TestHistoryOfPeerNotInjectableByNULName(t *testing.T) {
 	}
 	if len(h) != 1 || h[0].Kind != incentives.EventReward {
 		t.Fatalf("history of A: %+v, want its one reward", h)
+	}
+}
+
+// TestSpecAndLedgerAgreeOnTheEvidenceWindow: every window the spec allows starts a ledger.
+func TestSpecAndLedgerAgreeOnTheEvidenceWindow(t *testing.T) {
+	if configs.MaxEvidenceWindow != incentives.MaxEvidenceWindow {
+		t.Fatalf("spec allows %d rounds, ledger %d", configs.MaxEvidenceWindow, incentives.MaxEvidenceWindow)
+	}
+	if _, err := GenesisFromSpec(configs.IncentivesSpec{EvidenceWindow: configs.MaxEvidenceWindow}); err != nil {
+		t.Fatal(err)
 	}
 }
