@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // IncentivesSpec holds genesis stakes and the ledger's parameters. Amounts are whole units
 // of stake; rounds count committed rounds. The zero value is valid: nobody holds stake and
 // nothing is rewarded or slashed.
 type IncentivesSpec struct {
-	// Stakes is the genesis stake of each peer, by textual peer ID (12D3Koo..., Qm...).
+	// Stakes is the genesis stake of each peer, by peer ID in its canonical text form
+	// (12D3KooW...: base58, with the peer's Ed25519 key embedded). Other forms of an ID
+	// (bafz..., k51...) are refused, so one peer cannot hold two accounts.
 	Stakes map[string]uint64 `toml:"stakes" cbor:"1,keyasint" comment:"genesis stake by peer ID"`
 	// MinStake is the stake from which a peer counts fully: its contributions earn the whole
 	// reward and its stake counts as voting power. Below it, a peer is treated as unstaked.
@@ -57,8 +57,8 @@ func (i *IncentivesSpec) validate() error {
 	slices.Sort(ids) // report the first bad key in a stable order
 	var total uint64
 	for _, id := range ids {
-		if _, err := peer.Decode(id); err != nil {
-			return &KeyError{Key: "stakes." + id, Err: fmt.Errorf("not a peer ID: %w", err)}
+		if err := checkPeerID(id); err != nil {
+			return &KeyError{Key: "stakes." + id, Err: err}
 		}
 		amt := i.Stakes[id]
 		if amt == 0 {
