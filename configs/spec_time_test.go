@@ -9,9 +9,9 @@ import (
 func TestTimeSpecErrorsNameFileLineAndKey(t *testing.T) {
 	head := "version = 1\nname = \"t\"\nrun = \"r\"\n[time]\n"
 	for body, key := range map[string]string{
-		"genesis_time = \"yesterday\"\n":           "time.genesis_time",
+		"genesis_time = \"yesterday\"\n":            "time.genesis_time",
 		"genesis_time = \"1970-01-01T00:00:00Z\"\n": "time.genesis_time",
-		"round_seconds = 100000\n":                 "time.round_seconds",
+		"round_seconds = 100000\n":                  "time.round_seconds",
 	} {
 		_, err := ParseSpec("spec.toml", []byte(head+body))
 		var ke *KeyError
