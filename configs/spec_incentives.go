@@ -44,7 +44,7 @@ const MaxGenesisStakes = 10000
 
 // MaxEvidenceWindow keeps the ledger's memory of past offences bounded; the ledger
 // (incentives.MaxEvidenceWindow) allows the same.
-const MaxEvidenceWindow = 1 << 16
+const MaxEvidenceWindow = 1024
 
 func (i *IncentivesSpec) validate() error {
 	if len(i.Stakes) > MaxGenesisStakes {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // EventKind is what happened to an account in a round.
@@ -17,9 +18,10 @@ const (
 	EventPenalty   EventKind = 3 // Amount slashed for an offence; Evidence names the proof
 	EventDuplicate EventKind = 4 // evidence of an offence already penalised: counted once
 	EventRelease   EventKind = 5 // the peer's jail ended with this round
+	EventDrop      EventKind = 6 // the account was dropped (MaxAccounts); Amount is the balance lost
 )
 
-var eventNames = []string{"", "reward", "no_reward", "penalty", "duplicate", "release"}
+var eventNames = []string{"", "reward", "no_reward", "penalty", "duplicate", "release", "drop"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k > 0 {
@@ -51,7 +53,7 @@ type Event struct {
 //
 // Within a round: jails that end are released, then evidence is penalised in ID order,
 // then contributions are rewarded in peer order (a peer jailed by this record's evidence
-// earns nothing for it).
+// earns nothing for it), then accounts beyond MaxAccounts are dropped.
 func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error) {
 	r := *rec
 	r.Contributions = slices.Clone(rec.Contributions)
@@ -99,6 +101,7 @@ func (s *State) step(r *Record, chk EvidenceChecker) (*State, []Event, error) {
 	}
 	events = append(events, evs...)
 	events = append(events, next.reward(r)...)
+	events = append(events, next.evict(r.Round)...)
 	next.Round = r.Round + 1
 	root := StateRoot(r.Round, r.ModelRoot, next.Root())
 	next.Head = root[:]
@@ -168,6 +171,7 @@ func (s *State) slash(peer string, amount, r uint64) uint64 {
 // reward credits the record's contributions in peer order.
 func (s *State) reward(r *Record) []Event {
 	var events []Event
+	s.addAccounts(r.Contributions)
 	for _, c := range r.Contributions {
 		a := s.upsert(c.Peer)
 		if a.JailedUntil > r.Round {
@@ -184,6 +188,22 @@ func (s *State) reward(r *Record) []Event {
 		events = append(events, Event{Round: r.Round, Peer: c.Peer, Kind: EventReward, Amount: amt})
 	}
 	return events
+}
+
+// addAccounts creates empty accounts for the contributors that have none, in one merge
+// (inserting them one by one would cost time quadratic in a record's contributions).
+func (s *State) addAccounts(cs []Contribution) {
+	var fresh []Account
+	for _, c := range cs {
+		if _, ok := s.account(c.Peer); !ok {
+			fresh = append(fresh, Account{Peer: c.Peer})
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	s.Accounts = append(s.Accounts, fresh...)
+	slices.SortFunc(s.Accounts, func(a, b Account) int { return strings.Compare(a.Peer, b.Peer) })
 }
 
 // upsert returns peer's account, creating an empty one in sorted position.

@@ -47,8 +47,8 @@ var (
 	// decMode decodes peer input (records, evidence): no list is longer than the largest
 	// list a valid record holds, so a forged length cannot make the decoder allocate much.
 	decMode = newDecMode(MaxContributions)
-	// stateDecMode decodes the node's own stored state, whose account list may be long.
-	stateDecMode = newDecMode(1 << 22)
+	// stateDecMode decodes the node's own stored state, whose lists are longer.
+	stateDecMode = newDecMode(max(MaxAccounts, maxSeen))
 )
 
 func newDecMode(maxArray int) cbor.DecMode {

@@ -11,7 +11,7 @@ const PPM = 1_000_000
 
 // MaxEvidenceWindow bounds Params.EvidenceWindow (as the network spec does): the ledger
 // remembers penalised offences for that many rounds.
-const MaxEvidenceWindow = 1 << 16
+const MaxEvidenceWindow = 1024
 
 // Params are the ledger's rules, fixed at genesis. Every node of a network holds the same.
 type Params struct {
@@ -59,6 +59,9 @@ func (p *Params) Validate() error {
 
 // Validate checks the genesis: distinct, non-empty peers and positive amounts.
 func (g *Genesis) Validate() error {
+	if len(g.Stakes) > MaxGenesisStakes {
+		return fmt.Errorf("%w: %d genesis stakes, limit %d", ErrBadParams, len(g.Stakes), MaxGenesisStakes)
+	}
 	seen := make(map[string]bool, len(g.Stakes))
 	for _, s := range g.Stakes {
 		switch {

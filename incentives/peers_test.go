@@ -1,7 +1,6 @@
 package incentives_test
 
 import (
-	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
 	"sync"
@@ -12,17 +11,18 @@ import (
 
 var testPeers sync.Map // int -> string
 
-// testPeer is the canonical peer ID of test identity i: an Ed25519 key from a fixed seed.
+// testPeer is the canonical peer ID of test identity i, which embeds an Ed25519 public key
+// made from a hash (no private key: these peers only need names).
 func testPeer(i int) string {
 	if v, ok := testPeers.Load(i); ok {
 		return v.(string)
 	}
-	seed := sha256.Sum256(fmt.Appendf(nil, "incentives test peer %d", i))
-	priv, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(seed[:]))
+	raw := sha256.Sum256(fmt.Appendf(nil, "incentives test peer %d", i))
+	pub, err := crypto.UnmarshalEd25519PublicKey(raw[:])
 	if err != nil {
 		panic(err)
 	}
-	id, err := peer.IDFromPrivateKey(priv)
+	id, err := peer.IDFromPublicKey(pub)
 	if err != nil {
 		panic(err)
 	}

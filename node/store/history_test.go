@@ -54,3 +54,10 @@ func TestSpecAndLedgerAgreeOnTheEvidenceWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSpecAndLedgerAgreeOnGenesisSize: every genesis the spec allows starts a ledger.
+func TestSpecAndLedgerAgreeOnGenesisSize(t *testing.T) {
+	if configs.MaxGenesisStakes != incentives.MaxGenesisStakes {
+		t.Fatalf("spec allows %d stakes, ledger %d", configs.MaxGenesisStakes, incentives.MaxGenesisStakes)
+	}
+}
