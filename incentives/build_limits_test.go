@@ -27,7 +27,7 @@ func wideGenesis(t testing.TB, window uint64) *incentives.State {
 func floodEvidence(fx *incentivestest.Fixture, n int) []incentives.Evidence {
 	out := make([]incentives.Evidence, 0, n)
 	for i := range n {
-		out = append(out, *fx.Equivocation("B", 0, uint32(i), "x"))
+		out = append(out, *fx.Equivocation(pid("B"), 0, uint32(i), "x"))
 	}
 	return out
 }
@@ -109,7 +109,7 @@ func TestBuildFromMaximalInputsFitsOneGossipMessage(t *testing.T) {
 	contribs := maximalContributions(t)
 	ev := floodEvidence(fx, 2*incentives.MaxEvidencePerRecord)
 	for i := range 4 {
-		ev = append(ev, bigContent(fx, "D", 0, uint32(i)))
+		ev = append(ev, bigContent(fx, pid("D"), 0, uint32(i)))
 	}
 	for range 3 {
 		cl, err := st.Build(contribs, ev, bytes.Repeat([]byte{1}, incentives.MaxRootSize), chk)

@@ -29,7 +29,6 @@ const (
 	// MaxRootSize caps a model root given by the training side.
 	MaxRootSize = 64
 	maxCIDSize  = 64
-	maxPeerSize = 128
 	// recordOverhead bounds the encoding of a record's fields other than its two lists.
 	recordOverhead = 1024
 )

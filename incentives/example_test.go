@@ -14,13 +14,13 @@ func Example() {
 	chk := fx.Checker()
 	params := incentives.Params{MinStake: 100, Reward: 10, JailRounds: 1, UnstakedWeightPPM: 500_000, EvidenceWindow: 2}
 	params.Penalties[incentives.KindEquivocation] = 40
-	genesis := incentives.Genesis{Stakes: []incentives.Stake{{Peer: "alice", Amount: 500}, {Peer: "bob", Amount: 500}}}
+	genesis := incentives.Genesis{Stakes: []incentives.Stake{{Peer: pid("alice"), Amount: 500}, {Peer: pid("bob"), Amount: 500}}}
 	st, err := incentives.NewState(params, genesis)
 	if err != nil {
 		panic(err)
 	}
-	contribs := []incentives.Contribution{fx.Contribution("alice", 0, 2), fx.Contribution("carol", 0, 1)}
-	evidence := []incentives.Evidence{*fx.Equivocation("bob", 0, 0, "x")}
+	contribs := []incentives.Contribution{fx.Contribution(pid("alice"), 0, 2), fx.Contribution(pid("carol"), 0, 1)}
+	evidence := []incentives.Evidence{*fx.Equivocation(pid("bob"), 0, 0, "x")}
 	closed, err := st.Build(contribs, evidence, []byte("model root"), chk)
 	if err != nil {
 		panic(err)
@@ -32,7 +32,8 @@ func Example() {
 	fmt.Println("same root:", other.Root() == closed.State.Root())
 	for _, p := range []string{"alice", "bob", "carol"} {
 		next := closed.State
-		fmt.Printf("%s: stake %d balance %d jailed %v score %g\n", p, next.Stake(p), next.Balance(p), next.Jailed(p), next.AppScore(p))
+		id := pid(p)
+		fmt.Printf("%s: stake %d balance %d jailed %v score %g\n", p, next.Stake(id), next.Balance(id), next.Jailed(id), next.AppScore(id))
 	}
 	// Output:
 	// same root: true

@@ -12,17 +12,17 @@ import (
 func seedEvidence() [][]byte {
 	fx := incentivestest.New("testnet", "run-1")
 	return [][]byte{
-		fx.Equivocation("B", 3, 1, "x").Marshal(),
-		fx.InvalidAttestation("C", 2, verify.ClassMeasurementNotAllowed).Marshal(),
-		fx.InvalidContent("D", 1, 0).Marshal(),
+		fx.Equivocation(pid("B"), 3, 1, "x").Marshal(),
+		fx.InvalidAttestation(pid("C"), 2, verify.ClassMeasurementNotAllowed).Marshal(),
+		fx.InvalidContent(pid("D"), 1, 0).Marshal(),
 	}
 }
 
 func seedRecord(t testing.TB) []byte {
 	fx := incentivestest.New("testnet", "run-1")
 	st := genesis(t)
-	es := []incentives.Evidence{*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1)}
-	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 2), fx.Contribution("Z", 0, 1)}, es, []byte("model"), fx.Checker())
+	es := []incentives.Evidence{*fx.Equivocation(pid("B"), 0, 0, "x"), *fx.InvalidContent(pid("D"), 0, 1)}
+	cl, err := st.Build([]incentives.Contribution{fx.Contribution(pid("A"), 0, 2), fx.Contribution(pid("Z"), 0, 1)}, es, []byte("model"), fx.Checker())
 	rec := cl.Record
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestDecodeRoundTrip(t *testing.T) {
 	// A record whose evidence is out of ID order is refused.
 	fx := incentivestest.New("testnet", "run-1")
 	r, _ := incentives.DecodeRecord(rec)
-	r.Evidence = append(r.Evidence, *fx.Equivocation("Q", 0, 0, "x"), *fx.Equivocation("R", 0, 0, "x"))
+	r.Evidence = append(r.Evidence, *fx.Equivocation(pid("Q"), 0, 0, "x"), *fx.Equivocation(pid("R"), 0, 0, "x"))
 	r.Evidence[0], r.Evidence[len(r.Evidence)-1] = r.Evidence[len(r.Evidence)-1], r.Evidence[0]
 	if _, err := incentives.DecodeRecord(r.Marshal()); err == nil {
 		t.Fatal("a record with unsorted evidence decoded")
@@ -111,8 +111,8 @@ func BenchmarkApply(b *testing.B) {
 		cs = append(cs, fx.Contribution(string(rune('a'+i%26))+string(rune('a'+i/26)), 0, 4))
 	}
 	es := []incentives.Evidence{
-		*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1),
-		*fx.InvalidAttestation("C", 0, verify.ClassMeasurementNotAllowed), *fx.Equivocation("E", 0, 3, "y"),
+		*fx.Equivocation(pid("B"), 0, 0, "x"), *fx.InvalidContent(pid("D"), 0, 1),
+		*fx.InvalidAttestation(pid("C"), 0, verify.ClassMeasurementNotAllowed), *fx.Equivocation(pid("E"), 0, 3, "y"),
 	}
 	cl, err := st.Build(cs, es, []byte("model"), chk)
 	rec := cl.Record

@@ -47,7 +47,11 @@ func (d *driver) run(b *block) string {
 
 func table(st *incentives.State) string {
 	var sb strings.Builder
-	if err := st.Table().WriteText(&sb); err != nil {
+	t := st.Table()
+	for i := range t.Peers {
+		t.Peers[i].Peer = nameOf(t.Peers[i].Peer) // scripts name peers; the ledger holds IDs
+	}
+	if err := t.WriteText(&sb); err != nil {
 		return "error: " + err.Error()
 	}
 	return sb.String()
@@ -80,6 +84,7 @@ func (d *driver) genesis(b *block) string {
 		if _, err := fmt.Sscan(l, &s.Peer, &s.Amount); err != nil {
 			d.t.Fatalf("line %d: genesis line %q: %v", b.line, l, err)
 		}
+		s.Peer = pid(s.Peer)
 		g.Stakes = append(g.Stakes, s)
 	}
 	st, err := incentives.NewState(p, g)
@@ -102,10 +107,10 @@ func (d *driver) items(b *block) ([]incentives.Contribution, []incentives.Eviden
 		_, args := splitArgs(f[2:])
 		item := &block{line: b.line, args: args}
 		if f[0] == "contrib" {
-			cs = append(cs, d.fx.Contribution(f[1], d.st.Round, int(d.num(item, "shards", 1))))
+			cs = append(cs, d.fx.Contribution(pid(f[1]), d.st.Round, int(d.num(item, "shards", 1))))
 			continue
 		}
-		es = append(es, *d.evidence(f[0], f[1], item))
+		es = append(es, *d.evidence(f[0], pid(f[1]), item))
 	}
 	return cs, es
 }
@@ -202,7 +207,8 @@ func (d *driver) apply(b *block) string {
 func (d *driver) power(b *block) string {
 	var sb strings.Builder
 	for _, p := range b.pos {
-		fmt.Fprintf(&sb, "%s power %d jailed %v score %g\n", p, d.st.Power(p), d.st.Jailed(p), d.st.AppScore(p))
+		id := pid(p)
+		fmt.Fprintf(&sb, "%s power %d jailed %v score %g\n", p, d.st.Power(id), d.st.Jailed(id), d.st.AppScore(id))
 	}
 	fmt.Fprintf(&sb, "total %d", d.st.TotalPower())
 	return sb.String()
@@ -219,7 +225,7 @@ func errText(err error) string {
 }
 
 func eventText(e incentives.Event) string {
-	s := fmt.Sprintf("%s %s", e.Kind, e.Peer)
+	s := fmt.Sprintf("%s %s", e.Kind, nameOf(e.Peer))
 	if e.Amount > 0 || e.Kind == incentives.EventReward || e.Kind == incentives.EventPenalty {
 		s += fmt.Sprintf(" %d", e.Amount)
 	}

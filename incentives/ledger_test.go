@@ -17,7 +17,7 @@ func testParams() (incentives.Params, incentives.Genesis) {
 	p.Penalties[incentives.KindEquivocation] = 50
 	p.Penalties[incentives.KindInvalidAttestation] = 70
 	p.Penalties[incentives.KindInvalidContent] = 30
-	g := incentives.Genesis{Stakes: []incentives.Stake{{Peer: "A", Amount: 1000}, {Peer: "B", Amount: 800}, {Peer: "C", Amount: 60}}}
+	g := incentives.Genesis{Stakes: []incentives.Stake{{Peer: pid("A"), Amount: 1000}, {Peer: pid("B"), Amount: 800}, {Peer: pid("C"), Amount: 60}}}
 	return p, g
 }
 
@@ -34,7 +34,7 @@ func genesis(t testing.TB) *incentives.State {
 // roundItems is the content of three rounds: contributions and evidence, including two
 // different proofs of one offence and evidence that arrives in a later round.
 func roundItems(fx *incentivestest.Fixture) ([][]incentives.Contribution, [][]incentives.Evidence) {
-	peers := []string{"A", "B", "C", "D", "E"}
+	peers := []string{pid("A"), pid("B"), pid("C"), pid("D"), pid("E")}
 	var cs [][]incentives.Contribution
 	for r := range 3 {
 		var row []incentives.Contribution
@@ -44,9 +44,9 @@ func roundItems(fx *incentivestest.Fixture) ([][]incentives.Contribution, [][]in
 		cs = append(cs, row)
 	}
 	es := [][]incentives.Evidence{
-		{*fx.Equivocation("B", 0, 0, "x"), *fx.Equivocation("B", 0, 0, "y"), *fx.InvalidContent("D", 0, 1)},
-		{*fx.InvalidAttestation("C", 1, verify.ClassMeasurementNotAllowed), *fx.Equivocation("B", 0, 0, "z"), *fx.Equivocation("E", 1, 2, "x")},
-		{*fx.InvalidContent("D", 1, 1), *fx.InvalidContent("D", 1, 1), *fx.Equivocation("A", 2, 0, "x")},
+		{*fx.Equivocation(pid("B"), 0, 0, "x"), *fx.Equivocation(pid("B"), 0, 0, "y"), *fx.InvalidContent(pid("D"), 0, 1)},
+		{*fx.InvalidAttestation(pid("C"), 1, verify.ClassMeasurementNotAllowed), *fx.Equivocation(pid("B"), 0, 0, "z"), *fx.Equivocation(pid("E"), 1, 2, "x")},
+		{*fx.InvalidContent(pid("D"), 1, 1), *fx.InvalidContent(pid("D"), 1, 1), *fx.Equivocation(pid("A"), 2, 0, "x")},
 	}
 	return cs, es
 }
@@ -99,8 +99,8 @@ func buildAll(t *testing.T, st *incentives.State, cs [][]incentives.Contribution
 		}
 		st = next
 	}
-	if st.Account("B").Offences != 1 || st.Account("D").Offences != 2 {
-		t.Fatalf("offences: B %d D %d, want 1 and 2", st.Account("B").Offences, st.Account("D").Offences)
+	if st.Account(pid("B")).Offences != 1 || st.Account(pid("D")).Offences != 2 {
+		t.Fatalf("offences: B %d D %d, want 1 and 2", st.Account(pid("B")).Offences, st.Account(pid("D")).Offences)
 	}
 	return st.Root()
 }
@@ -130,10 +130,10 @@ func shuffled[T any](rng *rand.Rand, rows [][]T) [][]T {
 func TestForgedEvidence(t *testing.T) {
 	fx := incentivestest.New("testnet", "run-1")
 	chk := fx.Checker()
-	badSig := fx.Equivocation("B", 0, 0, "x")
+	badSig := fx.Equivocation(pid("B"), 0, 0, "x")
 	badSig.Headers[1].Sig = slices.Clone(badSig.Headers[1].Sig)
 	badSig.Headers[1].Sig[10] ^= 0x80
-	same := fx.Equivocation("B", 0, 0, "x")
+	same := fx.Equivocation(pid("B"), 0, 0, "x")
 	same.Headers[1] = same.Headers[0]
 	cases := []struct {
 		name  string
@@ -143,10 +143,10 @@ func TestForgedEvidence(t *testing.T) {
 	}{
 		{"signature does not verify", 0, badSig, incentives.ErrBadEvidence},
 		{"second shard identical to the first", 0, same, incentives.ErrMalformed},
-		{"round outside the window", 5, fx.Equivocation("B", 1, 0, "x"), incentives.ErrOutsideWindow},
-		{"round in the future", 0, fx.Equivocation("B", 3, 0, "x"), incentives.ErrOutsideWindow},
-		{"bundle from an untrusted root", 0, fx.InvalidAttestation("B", 0, verify.ClassUntrustedRoot), incentives.ErrBadEvidence},
-		{"framing: a refused report bound to someone else", 0, fx.InvalidAttestation("B", 0, verify.ClassBindingMismatch), incentives.ErrBadEvidence},
+		{"round outside the window", 5, fx.Equivocation(pid("B"), 1, 0, "x"), incentives.ErrOutsideWindow},
+		{"round in the future", 0, fx.Equivocation(pid("B"), 3, 0, "x"), incentives.ErrOutsideWindow},
+		{"bundle from an untrusted root", 0, fx.InvalidAttestation(pid("B"), 0, verify.ClassUntrustedRoot), incentives.ErrBadEvidence},
+		{"framing: a refused report bound to someone else", 0, fx.InvalidAttestation(pid("B"), 0, verify.ClassBindingMismatch), incentives.ErrBadEvidence},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -190,7 +190,7 @@ func TestApplyRefusesBrokenChain(t *testing.T) {
 	fx := incentivestest.New("testnet", "run-1")
 	chk := fx.Checker()
 	st := genesis(t)
-	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 1)}, nil, []byte("m"), chk)
+	cl, err := st.Build([]incentives.Contribution{fx.Contribution(pid("A"), 0, 1)}, nil, []byte("m"), chk)
 	rec, next := cl.Record, cl.State
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestApplyRefusesBrokenChain(t *testing.T) {
 			t.Errorf("mutated record: %v, want ErrRootMismatch", err)
 		}
 	}
-	if st.Round != 0 || st.Balance("A") != 0 {
+	if st.Round != 0 || st.Balance(pid("A")) != 0 {
 		t.Fatal("a refused record changed the receiver")
 	}
 }
@@ -218,10 +218,10 @@ func TestApplyRefusesBrokenChain(t *testing.T) {
 func TestCanonical(t *testing.T) {
 	st := genesis(t) // A 1000, B 800, C 60 (under the minimum: no power)
 	x, y := []byte("root-x"), []byte("root-y")
-	if r, ok := st.Canonical(map[string][]byte{"A": x, "B": y, "C": y}); !ok || !bytes.Equal(r, x) {
+	if r, ok := st.Canonical(map[string][]byte{pid("A"): x, pid("B"): y, pid("C"): y}); !ok || !bytes.Equal(r, x) {
 		t.Fatalf("A's 1000 of 1800 is a majority against B and C (800, C has none): got %q %v", r, ok)
 	}
-	if _, ok := st.Canonical(map[string][]byte{"B": y, "C": y, "Z": y}); ok {
+	if _, ok := st.Canonical(map[string][]byte{pid("B"): y, pid("C"): y, pid("Z"): y}); ok {
 		t.Fatal("800 of 1800 is not a majority")
 	}
 }

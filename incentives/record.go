@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lowband/lowband/verify"
 )
 
 // RecordVersion is the commit record format this package reads and writes.
@@ -152,9 +154,10 @@ func (r *Record) checkSize() error {
 
 func checkContributions(cs []Contribution) error {
 	for i, c := range cs {
+		if err := verify.CheckPeerID(c.Peer); err != nil {
+			return fmt.Errorf("%w: contribution: %v", ErrMalformed, err)
+		}
 		switch {
-		case c.Peer == "" || len(c.Peer) > maxPeerSize:
-			return fmt.Errorf("%w: contribution peer must be 1-%d bytes", ErrMalformed, maxPeerSize)
 		case i > 0 && cs[i-1].Peer >= c.Peer:
 			return fmt.Errorf("%w: contributions not sorted by peer (or repeated)", ErrMalformed)
 		case len(c.Shards) == 0 || len(c.Shards) > MaxShardsPerContribution:

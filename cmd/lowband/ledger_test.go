@@ -18,6 +18,9 @@ import (
 
 // TestLedgerReplay: records written by one ledger replay through the binary, from the spec
 // file alone, to the same root; a record with forged evidence is refused with an error.
+// ledgerTestPeer is the peer of the replayed records, in canonical form.
+const ledgerTestPeer = "12D3KooWGRUVh6zGsDLTPHDA5ib1hLwrkdZLkb7H2zxEk2oHVqbU"
+
 func TestLedgerReplay(t *testing.T) {
 	spec, err := configs.ParseSpec("devnet", configs.DevnetSpec)
 	if err != nil {
@@ -40,14 +43,14 @@ func TestLedgerReplay(t *testing.T) {
 	seed := configs.DevnetSimRootSeed()
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
 	b, err := verify.NewSimBundle(ed25519.NewKeyFromSeed(seed[:]), bytes.Repeat([]byte{1}, verify.MeasurementSize),
-		spec.NetworkID(), spec.Run, "P", 0, eph.Public().(ed25519.PublicKey))
+		spec.NetworkID(), spec.Run, ledgerTestPeer, 0, eph.Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bundle, _ := b.Marshal()
 	bh := b.Hash()
 	sign := func(key ed25519.PrivateKey, payload string) incentives.SignedHeader {
-		h := verify.ShardHeader{Network: spec.NetworkID(), Run: spec.Run, Round: 0, Peer: "P", Count: 1, BundleHash: bh[:]}
+		h := verify.ShardHeader{Network: spec.NetworkID(), Run: spec.Run, Round: 0, Peer: ledgerTestPeer, Count: 1, BundleHash: bh[:]}
 		s, err := verify.SignShard(key, h, []byte(payload))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +64,7 @@ func TestLedgerReplay(t *testing.T) {
 		if r == 1 {
 			es = append(es, *incentives.NewEquivocation(bundle, sign(eph, "one"), sign(eph, "two")))
 		}
-		cs := []incentives.Contribution{{Peer: "P", Shards: [][]byte{verify.PayloadCID([]byte{byte(r)})}}}
+		cs := []incentives.Contribution{{Peer: ledgerTestPeer, Shards: [][]byte{verify.PayloadCID([]byte{byte(r)})}}}
 		cl, err := st.Build(cs, es, nil, chk)
 		if err != nil || len(cl.Rejected) > 0 {
 			t.Fatalf("round %d: %v %v", r, err, cl.Rejected)
@@ -71,7 +74,7 @@ func TestLedgerReplay(t *testing.T) {
 		}
 		st = cl.State
 	}
-	if a := st.Account("P"); a.Offences != 1 {
+	if a := st.Account(ledgerTestPeer); a.Offences != 1 {
 		t.Fatalf("the equivocation was not penalised: %+v", a)
 	}
 

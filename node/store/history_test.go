@@ -23,20 +23,20 @@ func TestHistoryOfPeerNotInjectableByNULName(t *testing.T) {
 	}
 	fx := incentivestest.New("testnet", "run-1")
 	st, _ := s.State()
-	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 1)}, nil, []byte("m"), fx.Checker())
+	cl, err := st.Build([]incentives.Contribution{fx.Contribution(testID("A"), 0, 1)}, nil, []byte("m"), fx.Checker())
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := incentives.Event{Round: 0, Peer: "A\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", Kind: incentives.EventPenalty, Amount: 999}
+	forged := incentives.Event{Round: 0, Peer: testID("A") + "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", Kind: incentives.EventPenalty, Amount: 999}
 	if err := s.Commit(cl.Record, cl.State, append(cl.Events, forged)); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.History("A")
+	h, err := s.History(testID("A"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range h {
-		if e.Peer != "A" {
+		if e.Peer != testID("A") {
 			t.Fatalf("history of A holds an event of %q: %+v", e.Peer, e)
 		}
 	}

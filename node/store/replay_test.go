@@ -79,14 +79,14 @@ func TestReplayWithSpecChecker(t *testing.T) {
 	seed := configs.DevnetSimRootSeed()
 	eph := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, 32))
 	b, err := verify.NewSimBundle(ed25519.NewKeyFromSeed(seed[:]), bytes.Repeat([]byte{1}, verify.MeasurementSize),
-		spec.NetworkID(), spec.Run, "P", 0, eph.Public().(ed25519.PublicKey))
+		spec.NetworkID(), spec.Run, testID("P"), 0, eph.Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bundle, _ := b.Marshal()
 	bh := b.Hash()
 	sign := func(payload string) incentives.SignedHeader {
-		h := verify.ShardHeader{Network: spec.NetworkID(), Run: spec.Run, Round: 0, Peer: "P", Count: 1, BundleHash: bh[:]}
+		h := verify.ShardHeader{Network: spec.NetworkID(), Run: spec.Run, Round: 0, Peer: testID("P"), Count: 1, BundleHash: bh[:]}
 		s, err := verify.SignShard(eph, h, []byte(payload))
 		if err != nil {
 			t.Fatal(err)
@@ -101,7 +101,7 @@ func TestReplayWithSpecChecker(t *testing.T) {
 		if r == 1 {
 			es = append(es, *ev)
 		}
-		cs := []incentives.Contribution{{Peer: "P", Shards: [][]byte{verify.PayloadCID([]byte{byte(r)})}}}
+		cs := []incentives.Contribution{{Peer: testID("P"), Shards: [][]byte{verify.PayloadCID([]byte{byte(r)})}}}
 		cl, err := st.Build(cs, es, nil, chk)
 		rec, next, rejected := cl.Record, cl.State, cl.Rejected
 		if err != nil || len(rejected) > 0 {
@@ -113,7 +113,7 @@ func TestReplayWithSpecChecker(t *testing.T) {
 		st = next
 	}
 	// Round 0 earns 5; round 1's penalty takes 3 of it and jails P through round 2.
-	if a := st.Account("P"); a.Offences != 1 || a.Balance != 2 || a.Contributions != 1 || a.JailedUntil != 3 {
+	if a := st.Account(testID("P")); a.Offences != 1 || a.Balance != 2 || a.Contributions != 1 || a.JailedUntil != 3 {
 		t.Fatalf("account %+v: want one offence, balance 2, one rewarded round, jailed until 3", a)
 	}
 	got, n, err := ReplayDir(dir, genesis, chk)

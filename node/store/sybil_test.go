@@ -16,8 +16,11 @@ import (
 )
 
 // sybil is the canonical peer ID of fresh identity i.
-func sybil(i int) string {
-	raw := sha256.Sum256(fmt.Appendf(nil, "sybil %d", i))
+func sybil(i int) string { return testID(fmt.Sprintf("sybil %d", i)) }
+
+// testID is the canonical peer ID of the test peer called name (a hash as its Ed25519 key).
+func testID(name string) string {
+	raw := sha256.Sum256([]byte("store test peer " + name))
 	pub, err := crypto.UnmarshalEd25519PublicKey(raw[:])
 	if err != nil {
 		panic(err)
