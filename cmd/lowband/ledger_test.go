@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lowband/lowband/configs"
@@ -82,10 +83,15 @@ func TestLedgerReplay(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
+	// Shard content cannot be re-checked offline: the replay says so, on stderr and in JSON.
+	if !strings.Contains(stderr, "no content check") {
+		t.Errorf("replay does not warn that shard content is not checked; stderr: %q", stderr)
+	}
 	var got struct {
-		Records int    `json:"records"`
-		Root    string `json:"root"`
-		Round   uint64 `json:"round"`
+		Records        int    `json:"records"`
+		Root           string `json:"root"`
+		Round          uint64 `json:"round"`
+		ContentChecked *bool  `json:"content_checked"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -93,6 +99,9 @@ func TestLedgerReplay(t *testing.T) {
 	want := st.Root()
 	if got.Records != 3 || got.Round != 3 || got.Root != hex.EncodeToString(want[:]) {
 		t.Errorf("replay gave %+v, want 3 records, round 3, root %x", got, want)
+	}
+	if got.ContentChecked == nil || *got.ContentChecked {
+		t.Errorf("replay JSON does not say content was not checked: %s", out)
 	}
 
 	// Evidence signed by a key the bundle does not attest proves nothing: a record that
