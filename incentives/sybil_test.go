@@ -106,3 +106,26 @@ func TestLargestLedgerFitsMaxStateSize(t *testing.T) {
 		t.Fatalf("a ledger over MaxAccounts: %v", err)
 	}
 }
+
+// BenchmarkBuildAllNewContributors closes a round whose MaxContributions contributions all
+// come from peers a full ledger has never seen (account creation must not be quadratic).
+func BenchmarkBuildAllNewContributors(b *testing.B) {
+	fx := incentivestest.New("testnet", "run-1")
+	st := genesis(b)
+	chk := fx.Checker()
+	for r := range incentives.MaxAccounts / incentives.MaxContributions {
+		cs, _ := sybilRound(fx, st.Round, r*incentives.MaxContributions)
+		cl, err := st.Build(cs, nil, []byte("m"), chk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st = cl.State
+	}
+	cs, _ := sybilRound(fx, st.Round, incentives.MaxAccounts)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := st.Build(cs, nil, []byte("m"), chk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
