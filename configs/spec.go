@@ -29,6 +29,7 @@ type Spec struct {
 	Training   TrainingSpec   `toml:"training" cbor:"10,keyasint"`
 	Attest     AttestSpec     `toml:"attest" cbor:"11,keyasint"`
 	Incentives IncentivesSpec `toml:"incentives" cbor:"12,keyasint"`
+	Time       TimeSpec       `toml:"time" cbor:"13,keyasint"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -57,6 +58,9 @@ func (s *Spec) Validate() error {
 	}
 	if err := s.Incentives.validate(); err != nil {
 		return prefixKey("incentives", err)
+	}
+	if err := s.Time.validate(); err != nil {
+		return prefixKey("time", err)
 	}
 	return nil
 }

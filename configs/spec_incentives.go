@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // IncentivesSpec holds genesis stakes and the ledger's parameters. Amounts are whole units
 // of stake; rounds count committed rounds. The zero value is valid: nobody holds stake and
 // nothing is rewarded or slashed.
 type IncentivesSpec struct {
-	// Stakes is the genesis stake of each peer, by textual peer ID (12D3Koo..., Qm...).
+	// Stakes is the genesis stake of each peer, by peer ID in its canonical text form
+	// (12D3KooW...: base58, with the peer's Ed25519 key embedded). Other forms of an ID
+	// (bafz..., k51...) are refused, so one peer cannot hold two accounts.
 	Stakes map[string]uint64 `toml:"stakes" cbor:"1,keyasint" comment:"genesis stake by peer ID"`
 	// MinStake is the stake from which a peer counts fully: its contributions earn the whole
 	// reward and its stake counts as voting power. Below it, a peer is treated as unstaked.
@@ -42,8 +42,9 @@ type PenaltySpec struct {
 // MaxGenesisStakes caps the genesis list; the spec is hashed and gossiped as a whole.
 const MaxGenesisStakes = 10000
 
-// maxEvidenceWindow keeps the ledger's memory of past offences bounded.
-const maxEvidenceWindow = 1 << 16
+// MaxEvidenceWindow keeps the ledger's memory of past offences bounded; the ledger
+// (incentives.MaxEvidenceWindow) allows the same.
+const MaxEvidenceWindow = 1024
 
 func (i *IncentivesSpec) validate() error {
 	if len(i.Stakes) > MaxGenesisStakes {
@@ -56,8 +57,8 @@ func (i *IncentivesSpec) validate() error {
 	slices.Sort(ids) // report the first bad key in a stable order
 	var total uint64
 	for _, id := range ids {
-		if _, err := peer.Decode(id); err != nil {
-			return &KeyError{Key: "stakes." + id, Err: fmt.Errorf("not a peer ID: %w", err)}
+		if err := checkPeerID(id); err != nil {
+			return &KeyError{Key: "stakes." + id, Err: err}
 		}
 		amt := i.Stakes[id]
 		if amt == 0 {
@@ -71,8 +72,8 @@ func (i *IncentivesSpec) validate() error {
 	if math.IsNaN(i.UnstakedWeight) || i.UnstakedWeight < 0 || i.UnstakedWeight > 1 {
 		return &KeyError{Key: "unstaked_weight", Err: fmt.Errorf("%v is not in [0, 1]", i.UnstakedWeight)}
 	}
-	if i.EvidenceWindow > maxEvidenceWindow {
-		return &KeyError{Key: "evidence_window", Err: fmt.Errorf("%d rounds, more than the %d allowed", i.EvidenceWindow, maxEvidenceWindow)}
+	if i.EvidenceWindow > MaxEvidenceWindow {
+		return &KeyError{Key: "evidence_window", Err: fmt.Errorf("%d rounds, more than the %d allowed", i.EvidenceWindow, MaxEvidenceWindow)}
 	}
 	if i.JailRounds > math.MaxUint32 {
 		return &KeyError{Key: "jail_rounds", Err: fmt.Errorf("%d rounds is too many", i.JailRounds)}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // EventKind is what happened to an account in a round.
@@ -17,9 +18,10 @@ const (
 	EventPenalty   EventKind = 3 // Amount slashed for an offence; Evidence names the proof
 	EventDuplicate EventKind = 4 // evidence of an offence already penalised: counted once
 	EventRelease   EventKind = 5 // the peer's jail ended with this round
+	EventDrop      EventKind = 6 // the account was dropped (MaxAccounts); Amount is the balance lost
 )
 
-var eventNames = []string{"", "reward", "no_reward", "penalty", "duplicate", "release"}
+var eventNames = []string{"", "reward", "no_reward", "penalty", "duplicate", "release", "drop"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k > 0 {
@@ -51,7 +53,7 @@ type Event struct {
 //
 // Within a round: jails that end are released, then evidence is penalised in ID order,
 // then contributions are rewarded in peer order (a peer jailed by this record's evidence
-// earns nothing for it).
+// earns nothing for it), then accounts beyond MaxAccounts are dropped.
 func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error) {
 	r := *rec
 	r.Contributions = slices.Clone(rec.Contributions)
@@ -65,46 +67,6 @@ func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error)
 		return nil, nil, fmt.Errorf("%w: record %d says %x, applying it gives %x", ErrRootMismatch, r.Round, r.NewRoot, next.Head)
 	}
 	return next, events, nil
-}
-
-// Closed is what Build returns: the canonical record of the round (PrevRoot and NewRoot
-// filled), the state it leads to, what happened, and the evidence left out with the reason.
-type Closed struct {
-	Record   *Record
-	State    *State
-	Events   []Event
-	Rejected []Rejected
-}
-
-// Rejected is evidence that Build left out, and why.
-type Rejected struct {
-	ID  ID
-	Err error
-}
-
-// Build closes round s.Round: it checks each evidence item, keeps those that prove an
-// offence inside the window, and applies the canonical record. The receiver is not
-// modified. Build fails only on a malformed inclusion list (too long, bad peer names or
-// CIDs); bad evidence is reported in Closed.Rejected.
-func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []byte, chk EvidenceChecker) (Closed, error) {
-	rec := &Record{Version: RecordVersion, Round: s.Round, PrevRoot: slices.Clone(s.Head), ModelRoot: slices.Clone(modelRoot)}
-	rec.Contributions = slices.Clone(contribs)
-	chk = NewCheckCache(chk, len(evidence)+1) // each item is checked here and again in step
-	var rejected []Rejected
-	for _, e := range evidence {
-		if _, err := s.checkEvidence(&e, chk, s.Round); err != nil {
-			rejected = append(rejected, Rejected{ID: e.ID(), Err: err})
-			continue
-		}
-		rec.Evidence = append(rec.Evidence, e)
-	}
-	rec.Canonicalize()
-	next, events, err := s.step(rec, chk)
-	if err != nil {
-		return Closed{Rejected: rejected}, err
-	}
-	rec.NewRoot = slices.Clone(next.Head)
-	return Closed{Record: rec, State: next, Events: events, Rejected: rejected}, nil
 }
 
 // checkEvidence checks e and its window for the record of round r.
@@ -139,6 +101,7 @@ func (s *State) step(r *Record, chk EvidenceChecker) (*State, []Event, error) {
 	}
 	events = append(events, evs...)
 	events = append(events, next.reward(r)...)
+	events = append(events, next.evict(r.Round)...)
 	next.Round = r.Round + 1
 	root := StateRoot(r.Round, r.ModelRoot, next.Root())
 	next.Head = root[:]
@@ -155,7 +118,7 @@ func (r *Record) checkLimits() error {
 // pruneSeen forgets offences that no evidence can reach any more.
 func (s *State) pruneSeen(r uint64) {
 	w := s.Params.EvidenceWindow
-	s.Seen = slices.DeleteFunc(s.Seen, func(o Offence) bool { return o.Round+w < r })
+	s.Seen = slices.DeleteFunc(s.Seen, func(o Offence) bool { return o.Round < r && r-o.Round > w })
 }
 
 func (s *State) release(r uint64) []Event {
@@ -208,6 +171,7 @@ func (s *State) slash(peer string, amount, r uint64) uint64 {
 // reward credits the record's contributions in peer order.
 func (s *State) reward(r *Record) []Event {
 	var events []Event
+	s.addAccounts(r.Contributions)
 	for _, c := range r.Contributions {
 		a := s.upsert(c.Peer)
 		if a.JailedUntil > r.Round {
@@ -224,6 +188,22 @@ func (s *State) reward(r *Record) []Event {
 		events = append(events, Event{Round: r.Round, Peer: c.Peer, Kind: EventReward, Amount: amt})
 	}
 	return events
+}
+
+// addAccounts creates empty accounts for the contributors that have none, in one merge
+// (inserting them one by one would cost time quadratic in a record's contributions).
+func (s *State) addAccounts(cs []Contribution) {
+	var fresh []Account
+	for _, c := range cs {
+		if _, ok := s.account(c.Peer); !ok {
+			fresh = append(fresh, Account{Peer: c.Peer})
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	s.Accounts = append(s.Accounts, fresh...)
+	slices.SortFunc(s.Accounts, func(a, b Account) int { return strings.Compare(a.Peer, b.Peer) })
 }
 
 // upsert returns peer's account, creating an empty one in sorted position.

@@ -9,11 +9,15 @@ import (
 
 // Size limits, checked before anything is decoded.
 const (
-	// MaxEvidenceSize caps one encoded evidence item: a bundle, two signed headers and at
-	// most one shard payload.
-	MaxEvidenceSize = 1 << 20
-	// MaxRecordSize caps one encoded commit record, evidence included.
-	MaxRecordSize = 16 << 20
+	// MaxRecordSize caps one encoded commit record, evidence included. A record is gossiped
+	// as one message: this leaves room for the gossip layer's framing under its 1 MiB cap.
+	MaxRecordSize = 1<<20 - 32<<10
+	// MaxEvidenceSize caps one encoded evidence item: a bundle (at most 64 KiB), two signed
+	// headers and at most one shard payload (at most 512 KiB).
+	MaxEvidenceSize = 580 << 10
+	// MaxContributionsSize caps the encoded inclusion list of one record, so that a record
+	// with the most contributions still has room for one maximal evidence item.
+	MaxContributionsSize = MaxRecordSize - MaxEvidenceSize - recordOverhead
 	// MaxStateSize caps one encoded ledger state.
 	MaxStateSize = 64 << 20
 	// MaxContributions caps the inclusion list of one record.
@@ -25,7 +29,8 @@ const (
 	// MaxRootSize caps a model root given by the training side.
 	MaxRootSize = 64
 	maxCIDSize  = 64
-	maxPeerSize = 128
+	// recordOverhead bounds the encoding of a record's fields other than its two lists.
+	recordOverhead = 1024
 )
 
 var (
@@ -41,8 +46,8 @@ var (
 	// decMode decodes peer input (records, evidence): no list is longer than the largest
 	// list a valid record holds, so a forged length cannot make the decoder allocate much.
 	decMode = newDecMode(MaxContributions)
-	// stateDecMode decodes the node's own stored state, whose account list may be long.
-	stateDecMode = newDecMode(1 << 22)
+	// stateDecMode decodes the node's own stored state, whose lists are longer.
+	stateDecMode = newDecMode(max(MaxAccounts, maxSeen))
 )
 
 func newDecMode(maxArray int) cbor.DecMode {

@@ -19,7 +19,10 @@
 // # Usage
 //
 // A node closes a round with State.Build, which checks the evidence it holds, leaves out
-// what proves nothing, and returns the canonical record and the next state. A node that
+// what proves nothing or proves an offence already penalised, includes what fits the
+// record (MaxEvidencePerRecord items, MaxRecordSize bytes; oldest offence first), and
+// returns the canonical record, the next state and the evidence deferred to later rounds.
+// Build never fails because of evidence, and every record it writes decodes. A node that
 // receives or replays a record calls State.Apply, which refuses the whole record if any
 // evidence in it is bad, out of the window, or if the record's roots do not match. Both
 // return new values and never modify the receiver; the caller persists the record and the
@@ -28,7 +31,7 @@
 //	st, _ := incentives.NewState(params, genesis)
 //	closed, err := st.Build(contribs, evidence, modelRoot, checker)
 //	// persist closed.Record and closed.State atomically, publish the record,
-//	// then st = closed.State
+//	// then st = closed.State and keep closed.Deferred for the next round
 //
 // # Rules
 //
@@ -44,6 +47,15 @@
 // proofs of one offence, in one record or in two, penalise once. The ledger remembers
 // penalised offences for as long as evidence about them can still be included (the
 // evidence window), which bounds its memory.
+//
+// Bounded state: the ledger holds at most MaxAccounts accounts and remembers at most
+// MaxEvidencePerRecord offences per round of the window, so its encoding stays under
+// MaxStateSize whatever peers send. When a record leaves more than MaxAccounts accounts, the
+// unstaked accounts with the smallest balance (then fewest contributions, then by peer ID)
+// are dropped, each with an EventDrop. A dropped account loses its balance, its counts of
+// contributions and offences, and its jail (if it contributes again it starts afresh, as a
+// new peer); accounts holding stake are never dropped, and its penalised offences stay
+// remembered, so old evidence cannot penalise it again.
 //
 // Order independence: Apply canonicalises the record (contributions by peer, evidence by
 // ID, duplicates dropped) before anything is applied, so the same records give the same

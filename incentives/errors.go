@@ -11,6 +11,10 @@ var (
 	ErrBadEvidence = errors.New("evidence does not prove an offence")
 	// ErrOutsideWindow: evidence about a round outside the evidence window of the record.
 	ErrOutsideWindow = errors.New("evidence outside the round window")
+	// ErrAlreadyPenalised: Build leaves out evidence of an offence already penalised (or
+	// proven by another item it includes). Apply still accepts such evidence and counts it
+	// once.
+	ErrAlreadyPenalised = errors.New("offence already penalised")
 	// ErrRoundOrder: a record whose round is not the next one the ledger expects.
 	ErrRoundOrder = errors.New("record out of round order")
 	// ErrRootMismatch: a record whose previous root is not the ledger's head, or whose new

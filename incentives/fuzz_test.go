@@ -120,7 +120,7 @@ func BenchmarkApply(b *testing.B) {
 	st := genesis(b)
 	var cs []incentives.Contribution
 	for i := range 64 {
-		cs = append(cs, fx.Contribution(string(rune('a'+i%26))+string(rune('a'+i/26)), 0, 4))
+		cs = append(cs, fx.Contribution(testPeerName(i), 0, 4))
 	}
 	es := []incentives.Evidence{
 		*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1),

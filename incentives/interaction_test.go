@@ -244,7 +244,7 @@ func (d *driver) power(b *block) string {
 
 // errText is the error's message; every refusal must carry one of the package's sentinels.
 func errText(err error) string {
-	for _, s := range []error{incentives.ErrOutsideWindow, incentives.ErrBadEvidence, incentives.ErrMalformed, incentives.ErrRootMismatch, incentives.ErrRoundOrder} {
+	for _, s := range []error{incentives.ErrOutsideWindow, incentives.ErrBadEvidence, incentives.ErrMalformed, incentives.ErrRootMismatch, incentives.ErrRoundOrder, incentives.ErrAlreadyPenalised} {
 		if errors.Is(err, s) {
 			return withNames(err.Error())
 		}

@@ -4,10 +4,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lowband/lowband/verify"
 )
 
 // PPM is the denominator of weights given in parts per million.
 const PPM = 1_000_000
+
+// MaxEvidenceWindow bounds Params.EvidenceWindow (as the network spec does): the ledger
+// remembers penalised offences for that many rounds.
+const MaxEvidenceWindow = 1024
 
 // Params are the ledger's rules, fixed at genesis. Every node of a network holds the same.
 type Params struct {
@@ -33,8 +39,8 @@ type Stake struct {
 	Amount uint64 `cbor:"2,keyasint"`
 }
 
-// Genesis is the initial allocation of stake. Peers are textual peer IDs; the ledger treats
-// them as opaque strings (configs checks that they parse).
+// Genesis is the initial allocation of stake. Peers are peer IDs in their one canonical text
+// form (verify.ParsePeerID), as in records.
 type Genesis struct {
 	Stakes []Stake `cbor:"1,keyasint"`
 }
@@ -44,19 +50,26 @@ func (p *Params) Validate() error {
 	if p.UnstakedWeightPPM > PPM {
 		return fmt.Errorf("%w: unstaked weight %d ppm is over %d", ErrBadParams, p.UnstakedWeightPPM, PPM)
 	}
+	if p.EvidenceWindow > MaxEvidenceWindow {
+		return fmt.Errorf("%w: evidence window of %d rounds, limit %d", ErrBadParams, p.EvidenceWindow, MaxEvidenceWindow)
+	}
 	if p.Penalties[0] != 0 {
 		return fmt.Errorf("%w: penalty for kind 0 must be 0", ErrBadParams)
 	}
 	return nil
 }
 
-// Validate checks the genesis: distinct, non-empty peers and positive amounts.
+// Validate checks the genesis: distinct peers in canonical form and positive amounts.
 func (g *Genesis) Validate() error {
+	if len(g.Stakes) > MaxGenesisStakes {
+		return fmt.Errorf("%w: %d genesis stakes, limit %d", ErrBadParams, len(g.Stakes), MaxGenesisStakes)
+	}
 	seen := make(map[string]bool, len(g.Stakes))
 	for _, s := range g.Stakes {
+		if err := verify.CheckPeerID(s.Peer); err != nil {
+			return fmt.Errorf("%w: genesis: %v", ErrBadParams, err)
+		}
 		switch {
-		case s.Peer == "" || len(s.Peer) > maxPeerSize:
-			return fmt.Errorf("%w: genesis peer %q must be 1-%d bytes", ErrBadParams, s.Peer, maxPeerSize)
 		case s.Amount == 0:
 			return fmt.Errorf("%w: genesis stake of %s is zero", ErrBadParams, s.Peer)
 		case seen[s.Peer]:

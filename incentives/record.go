@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lowband/lowband/verify"
 )
 
 // RecordVersion is the commit record format this package reads and writes.
@@ -132,14 +134,30 @@ func (r *Record) checkShape() error {
 	if err := checkContributions(r.Contributions); err != nil {
 		return err
 	}
-	return r.checkEvidenceOrder()
+	if err := r.checkEvidenceOrder(); err != nil {
+		return err
+	}
+	return r.checkSize()
+}
+
+// checkSize: the inclusion list fits MaxContributionsSize and the whole record
+// MaxRecordSize, so every record Build writes or Apply takes can be decoded and gossiped.
+func (r *Record) checkSize() error {
+	if n := len(marshal(r.Contributions)); n > MaxContributionsSize {
+		return fmt.Errorf("%w: contributions are %d bytes, limit %d", ErrMalformed, n, MaxContributionsSize)
+	}
+	if n := len(r.Marshal()); n > MaxRecordSize {
+		return fmt.Errorf("%w: record is %d bytes, limit %d", ErrMalformed, n, MaxRecordSize)
+	}
+	return nil
 }
 
 func checkContributions(cs []Contribution) error {
 	for i, c := range cs {
+		if err := verify.CheckPeerID(c.Peer); err != nil {
+			return fmt.Errorf("%w: contribution: %v", ErrMalformed, err)
+		}
 		switch {
-		case c.Peer == "" || len(c.Peer) > maxPeerSize:
-			return fmt.Errorf("%w: contribution peer must be 1-%d bytes", ErrMalformed, maxPeerSize)
 		case i > 0 && cs[i-1].Peer >= c.Peer:
 			return fmt.Errorf("%w: contributions not sorted by peer (or repeated)", ErrMalformed)
 		case len(c.Shards) == 0 || len(c.Shards) > MaxShardsPerContribution:

@@ -82,6 +82,9 @@ func DecodeState(data []byte) (*State, error) {
 	if err := s.Params.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	if err := s.checkBounds(); err != nil {
+		return nil, err
+	}
 	for i := 1; i < len(s.Accounts); i++ {
 		if s.Accounts[i-1].Peer >= s.Accounts[i].Peer {
 			return nil, fmt.Errorf("%w: accounts not sorted", ErrMalformed)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/verify"
 )
@@ -17,7 +18,7 @@ var testWire = wire{network: "net-a", run: "run-a", maxPayload: 4 << 10}
 func wireSamples(t testing.TB) (shard, bundle, record, evidence []byte, hdr verify.ShardHeader) {
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
 	root := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize))
-	b, err := verify.NewSimBundle(root, make([]byte, 48), testWire.network, testWire.run, "peer", 1, key.Public().(ed25519.PublicKey))
+	b, err := verify.NewSimBundle(root, make([]byte, 48), testWire.network, testWire.run, incentivestest.Identity("peer"), 1, key.Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func wireSamples(t testing.TB) (shard, bundle, record, evidence []byte, hdr veri
 		t.Fatal(err)
 	}
 	bh := b.Hash()
-	hdr = verify.ShardHeader{Network: testWire.network, Run: testWire.run, Round: 1, Peer: "peer", Count: 1, BundleHash: bh[:]}
+	hdr = verify.ShardHeader{Network: testWire.network, Run: testWire.run, Round: 1, Peer: incentivestest.PeerID("peer"), Count: 1, BundleHash: bh[:]}
 	s, err := verify.SignShard(key, hdr, []byte("payload"))
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lowband/lowband/configs"
@@ -19,6 +20,9 @@ import (
 
 // TestLedgerReplay: records written by one ledger replay through the binary, from the spec
 // file alone, to the same root; a record with forged evidence is refused with an error.
+// ledgerTestPeer is the peer of the replayed records, in canonical form.
+const ledgerTestPeer = "12D3KooWGRUVh6zGsDLTPHDA5ib1hLwrkdZLkb7H2zxEk2oHVqbU"
+
 func TestLedgerReplay(t *testing.T) {
 	spec, err := configs.ParseSpec("devnet", configs.DevnetSpec)
 	if err != nil {
@@ -80,10 +84,15 @@ func TestLedgerReplay(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
+	// Shard content cannot be re-checked offline: the replay says so, on stderr and in JSON.
+	if !strings.Contains(stderr, "no content check") {
+		t.Errorf("replay does not warn that shard content is not checked; stderr: %q", stderr)
+	}
 	var got struct {
-		Records int    `json:"records"`
-		Root    string `json:"root"`
-		Round   uint64 `json:"round"`
+		Records        int    `json:"records"`
+		Root           string `json:"root"`
+		Round          uint64 `json:"round"`
+		ContentChecked *bool  `json:"content_checked"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -91,6 +100,9 @@ func TestLedgerReplay(t *testing.T) {
 	want := st.Root()
 	if got.Records != 3 || got.Round != 3 || got.Root != hex.EncodeToString(want[:]) {
 		t.Errorf("replay gave %+v, want 3 records, round 3, root %x", got, want)
+	}
+	if got.ContentChecked == nil || *got.ContentChecked {
+		t.Errorf("replay JSON does not say content was not checked: %s", out)
 	}
 
 	// Evidence signed by a key the bundle does not attest proves nothing: a record that

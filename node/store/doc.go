@@ -13,7 +13,8 @@
 //	          "genesis" -> the genesis root (32 bytes), "version" -> layout version
 //	records   round (8 bytes, big-endian) -> the commit record
 //	evidence  evidence ID (32 bytes) -> the evidence
-//	history   peer, 0x00, round (8 bytes), sequence (4 bytes) -> an incentives.Event
+//	history   peer length (2 bytes), peer, round (8 bytes), sequence (4 bytes) -> an
+//	          incentives.Event; the length keeps one peer's events out of another's
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.

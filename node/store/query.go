@@ -74,8 +74,11 @@ func (s *Store) Evidence(id incentives.ID) (*incentives.Evidence, error) {
 // History returns every event of peer, in round order.
 func (s *Store) History(peer string) ([]incentives.Event, error) {
 	var out []incentives.Event
-	prefix := append([]byte(peer), 0)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	prefix, err := historyPrefix(peer)
+	if err != nil {
+		return nil, nil // no event names such a peer
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketHistory).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var e incentives.Event

@@ -63,14 +63,18 @@ func GenesisFromSpec(s configs.IncentivesSpec) (*incentives.State, error) {
 // (training/compress.CheckShard with the model's shapes, norm bound and limits; nil refuses
 // all invalid-content evidence). Node and offline replay must build it the same way.
 //
-// The spec has no time base yet, so EpochTime is nil: certificates of real SEV-SNP and TDX
-// reports are checked at the zero time, where none is valid, and invalid-attestation
-// evidence about them proves nothing. Sim evidence, which has no certificates, is unaffected.
+// Evidence is timed by the spec's time base, never the clock: a bundle of epoch e is
+// checked at genesis_time + e x epoch_rounds x round_seconds, so a record gives the same
+// verdict on every node and at every replay, whenever it runs.
 func CheckerFromSpec(s *configs.Spec, content func(payload []byte) error) (*incentives.Checker, error) {
 	net := s.NetworkID()
 	p, err := attest.PolicyFromSpec(s.Attest, net, s.Run)
 	if err != nil {
 		return nil, err
 	}
-	return &incentives.Checker{Network: net, Run: s.Run, Policy: p, ContentCheck: content}, nil
+	epochTime, err := s.Time.EpochClock(s.Attest.EpochRounds)
+	if err != nil {
+		return nil, err
+	}
+	return &incentives.Checker{Network: net, Run: s.Run, Policy: p, EpochTime: epochTime, EpochRounds: s.Attest.EpochRounds, ContentCheck: content}, nil
 }

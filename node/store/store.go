@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -29,7 +30,8 @@ var (
 	ErrConflict = errors.New("record does not follow the stored ledger")
 )
 
-const layoutVersion = 1
+// layoutVersion 2: history keys carry the peer's length (see historyPrefix).
+const layoutVersion = 2
 
 var (
 	bucketMeta     = []byte("meta")
@@ -212,7 +214,10 @@ func putEvents(b *bolt.Bucket, events []incentives.Event) error {
 		if err != nil {
 			return err
 		}
-		k := append([]byte(e.Peer), 0)
+		k, err := historyPrefix(e.Peer)
+		if err != nil {
+			return err
+		}
 		k = binary.BigEndian.AppendUint64(k, e.Round)
 		k = binary.BigEndian.AppendUint32(k, uint32(i))
 		if err := b.Put(k, v); err != nil {
@@ -220,4 +225,14 @@ func putEvents(b *bolt.Bucket, events []incentives.Event) error {
 		}
 	}
 	return nil
+}
+
+// historyPrefix is the key prefix of peer's events: the peer's length, then the peer. No
+// peer's prefix is a prefix of another's, whatever bytes the names hold.
+func historyPrefix(peer string) ([]byte, error) {
+	if len(peer) > math.MaxUint16 {
+		return nil, fmt.Errorf("peer name of %d bytes", len(peer))
+	}
+	k := binary.BigEndian.AppendUint16(nil, uint16(len(peer)))
+	return append(k, peer...), nil
 }

@@ -18,7 +18,7 @@ const testPeer = "12D3KooWEyoppNCUx8Yx66oV9fJnriXwCcXwDDUA2kj6vnc6iDEp"
 func testGenesis(t testing.TB) *incentives.State {
 	t.Helper()
 	st, err := GenesisFromSpec(configs.IncentivesSpec{
-		Stakes: map[string]uint64{"A": 1000, "B": 800}, MinStake: 100, Reward: 10,
+		Stakes: map[string]uint64{testID("A"): 1000, testID("B"): 800}, MinStake: 100, Reward: 10,
 		Penalties:  configs.PenaltySpec{Equivocation: 50, InvalidAttestation: 70, InvalidContent: 30},
 		JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
 	})
@@ -151,12 +151,12 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestParamsFromSpec(t *testing.T) {
-	spec := configs.IncentivesSpec{Stakes: map[string]uint64{"B": 2, "A": 1}, UnstakedWeight: 0.3333335}
+	spec := configs.IncentivesSpec{Stakes: map[string]uint64{testID("B"): 2, testID("A"): 1}, UnstakedWeight: 0.3333335}
 	p, g, err := ParamsFromSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.UnstakedWeightPPM != 333334 || g.Stakes[0].Peer != "A" || g.Stakes[1].Peer != "B" {
+	if p.UnstakedWeightPPM != 333334 || len(g.Stakes) != 2 || g.Stakes[0].Peer >= g.Stakes[1].Peer || g.Stakes[0].Amount+g.Stakes[1].Amount != 3 {
 		t.Fatalf("got %+v %+v", p, g)
 	}
 	spec.UnstakedWeight = 1.5
