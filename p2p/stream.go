@@ -99,15 +99,19 @@ func exchange(ctx context.Context, s network.Stream, req []byte, maxResp int) ([
 	if _, err := s.Write(req); err != nil {
 		return nil, fmt.Errorf("writing request: %w", err)
 	}
-	if err := s.CloseWrite(); err != nil {
-		return nil, fmt.Errorf("closing request: %w", err)
-	}
+	// CloseWrite fails when the remote has already reset the stream, and the muxer
+	// reports that in its own error type; the read below reports it as network.ErrReset,
+	// so the read's error wins.
+	closeErr := s.CloseWrite()
 	resp, err := readCapped(s, maxResp)
 	if errors.Is(err, errTooLarge) {
 		return nil, ErrResponseTooLarge
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading response: %w", err)
+	}
+	if closeErr != nil {
+		return nil, fmt.Errorf("closing request: %w", closeErr)
 	}
 	return resp, nil
 }
