@@ -7,7 +7,8 @@
 //
 // An [Encoder] keeps, per tensor, the error-feedback residual, the warm-start factor Q and the
 // current rank. [Encoder.Encode] takes one round's pseudo-gradient tensors and, per tensor,
-// compresses x = delta + residual:
+// compresses x = delta + β·residual, where β is Config.FeedbackDecay (1 by default; below 1,
+// what was never sent fades geometrically instead of waiting forever):
 //
 //   - 2-D tensors with at least Config.MinLowRank elements go low-rank: with M = x (m×n) and
 //     the previous round's Q (n×r), each power iteration computes P = M·Q, orthonormalises P

@@ -51,7 +51,7 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 // Config returns the validated configuration.
 func (e *Encoder) Config() Config { return e.cfg }
 
-// Encode compresses delta+residual for every tensor, in the given order, and keeps what the
+// Encode compresses delta + FeedbackDecay·residual for every tensor, in the given order, and keeps what the
 // receiver will not reconstruct as the new residual. The input slices are not retained or
 // modified. On error the Encoder's state is unchanged.
 func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
@@ -91,7 +91,7 @@ func (e *Encoder) check(ts []Tensor) error {
 		for i, v := range t.Data {
 			x := v
 			if st != nil {
-				x += st.residual[i]
+				x = e.feedback(st.residual[i], v)
 			}
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
@@ -102,6 +102,12 @@ func (e *Encoder) check(ts []Tensor) error {
 		}
 	}
 	return nil
+}
+
+// feedback is one value of the next input: the residual scaled by the decay, plus delta.
+// The product is rounded before the sum, so no machine fuses them.
+func (e *Encoder) feedback(residual, delta float64) float64 {
+	return float64(e.cfg.FeedbackDecay*residual) + delta
 }
 
 func positive(shape []int) bool {
@@ -118,7 +124,7 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	st := e.stateFor(t)
 	x := st.residual
 	for i, v := range t.Data {
-		x[i] += v
+		x[i] = e.feedback(x[i], v)
 	}
 	var p piece
 	var err error
