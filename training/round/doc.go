@@ -35,6 +35,17 @@
 // unchanged. With Delay = 0 the machine is plain DiLoCo: round t is closed before round
 // t+1's local work starts from θ_{t+1}.
 //
+// # The eager start
+//
+// With Config.StartPoint = StartEager (Delay 1 only), round t+1's local work starts instead
+// from θ_t − OuterLR·s·Δ_t, where Δ_t is the node's own pseudo-gradient of round t (measured
+// from its own start point, not compressed) and s its weight over the total weight included
+// in the last closed round (1/M for M equal peers; before any round has closed the start is
+// θ_t). With a plain SGD outer step (Momentum 0) this is the eager update of Kale et al.
+// (2025): the node applies its own fresh progress at once, as a stand-in for the aggregate
+// that is still travelling. The start point is private to the node; θ, the contributions'
+// meaning and the bytes every node computes at Close do not change.
+//
 // Stability: consecutive pseudo-gradients under the delay are measured from points that do
 // not include each other's progress, so they overlap, and on a quadratic the error obeys
 // e_{t+1} = e_t − lr·α·e_{t−1} (α the fraction of the way to the optimum one local phase
