@@ -29,7 +29,7 @@ const (
 var TrainModes = []string{ModeAllReduce, ModeDiLoCo, ModeCompress, ModeCompressDelay}
 
 // TrainOptions configures `lowband bench train`. Zero fields take DefaultTrainOptions'
-// values for the task.
+// values for the task, except the two momenta: momentum 0 is plain outer SGD.
 type TrainOptions struct {
 	Task    string // "charlm" or "fmnist"
 	Workers int
@@ -48,9 +48,12 @@ type TrainOptions struct {
 	Warmup                            int
 	OuterLR, Momentum                 float64
 	// CompressOuterLR and CompressMomentum are the outer settings of the two compressed
-	// modes (zero: OuterLR and Momentum). Low-rank updates with error feedback, and even more
-	// so with the one-step delay, are unstable under the dense defaults (0.7, 0.9).
+	// modes. Low-rank updates with error feedback, and even more so with the one-step delay,
+	// are unstable under the dense defaults (0.7, 0.9).
 	CompressOuterLR, CompressMomentum float64
+	// DelayStart is the start point of the delayed mode's local work: round.StartGlobal
+	// (empty) or round.StartEager.
+	DelayStart string
 
 	Compress  compress.Config
 	Aggregate aggregate.Config
@@ -69,7 +72,7 @@ func DefaultTrainOptions(task string) TrainOptions {
 		Context: 16, Embed: 64, Hidden: []int{768, 768},
 		InnerLR: 2e-3, MinLR: 2e-4, Clip: 1, WeightDecay: 0.01, Warmup: 25,
 		OuterLR: 0.7, Momentum: 0.9, CompressOuterLR: 0.35, CompressMomentum: 0.5,
-		Compress:    compress.Config{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, DenseBits: 4, Seed: 1},
+		Compress:    compress.Config{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, DenseBits: 4, FeedbackDecay: 1, Seed: 1},
 		Aggregate:   aggregate.Config{Method: "mean"},
 		EvalSamples: 4096,
 		Modes:       TrainModes,
@@ -97,7 +100,7 @@ func (o *TrainOptions) fill() {
 	for _, p := range []struct{ v, d *int }{{&o.Workers, &d.Workers}, {&o.Rounds, &d.Rounds}, {&o.H, &d.H}, {&o.Batch, &d.Batch}, {&o.Context, &d.Context}, {&o.Embed, &d.Embed}, {&o.Warmup, &d.Warmup}, {&o.EvalSamples, &d.EvalSamples}} {
 		setInt(p.v, *p.d)
 	}
-	for _, p := range []struct{ v, d *float64 }{{&o.InnerLR, &d.InnerLR}, {&o.MinLR, &d.MinLR}, {&o.Clip, &d.Clip}, {&o.WeightDecay, &d.WeightDecay}, {&o.OuterLR, &d.OuterLR}, {&o.Momentum, &d.Momentum}} {
+	for _, p := range []struct{ v, d *float64 }{{&o.InnerLR, &d.InnerLR}, {&o.MinLR, &d.MinLR}, {&o.Clip, &d.Clip}, {&o.WeightDecay, &d.WeightDecay}, {&o.OuterLR, &d.OuterLR}, {&o.CompressOuterLR, &d.CompressOuterLR}} {
 		setF(p.v, *p.d)
 	}
 	if o.Seed == 0 {
@@ -118,6 +121,19 @@ func (o *TrainOptions) fill() {
 	if o.FMNISTDir == "" {
 		o.FMNISTDir = DefaultFMNISTDir
 	}
+}
+
+// validate refuses settings no mode can run with.
+func (o *TrainOptions) validate() error {
+	if o.Workers < 1 || o.Rounds < 1 || o.H < 1 || o.Batch < 1 {
+		return errors.New("bench train: workers, rounds, h and batch must be positive")
+	}
+	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}} {
+		if !(p[0] > 0 && p[0] <= 10) || !(p[1] >= 0 && p[1] < 1) {
+			return fmt.Errorf("bench train: outer lr %v not in (0, 10] or outer momentum %v not in [0, 1)", p[0], p[1])
+		}
+	}
+	return nil
 }
 
 // TrainResult is the JSON object `lowband bench train --json` prints.
@@ -161,8 +177,8 @@ type ModeResult struct {
 // number of training samples, and measures each. Progress lines go to logw (may be nil).
 func RunTrain(ctx context.Context, opt TrainOptions, logw io.Writer) (*TrainResult, error) {
 	opt.fill()
-	if opt.Workers < 1 || opt.Rounds < 1 || opt.H < 1 || opt.Batch < 1 {
-		return nil, errors.New("bench train: workers, rounds, h and batch must be positive")
+	if err := opt.validate(); err != nil {
+		return nil, err
 	}
 	if logw == nil {
 		logw = io.Discard

@@ -21,8 +21,9 @@ import (
 // phases (summed over workers), the bytes sent by all workers, and whether all workers agree.
 func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) ([]training.Tensor, phaseTimes, int64, bool, error) {
 	W := opt.Workers
-	if opt.CompressOuterLR == 0 {
-		opt.CompressOuterLR, opt.CompressMomentum = opt.OuterLR, opt.Momentum
+	start := round.StartGlobal
+	if delay == 1 && opt.DelayStart != "" {
+		start = opt.DelayStart
 	}
 	ms := make([]*round.Machine, W)
 	meters := make([]*phaseMeter, W)
@@ -31,7 +32,8 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		meters[w] = &phaseMeter{}
 		cc := opt.Compress
 		cc.Seed = opt.Compress.Seed + uint64(w)
-		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}, round.State{Params: theta0})
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, phaseTimes{}, 0, false, err
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/lowband/lowband/bench"
+	"github.com/lowband/lowband/training/round"
 	"github.com/urfave/cli/v2"
 )
 
@@ -15,7 +16,8 @@ func benchTrainCommand() *cli.Command {
 		Description: "Simulates --workers nodes in one process on the same data, initial weights and\n" +
 			"number of samples, and reports each mode's held-out loss, bytes sent and speed.\n" +
 			"Zero-valued flags take the task's defaults (charlm: 2x768 hidden MLP LM on Go's\n" +
-			"Opticks text; fmnist: 512-256 MLP on /usr/share/datasets/fashion-mnist).",
+			"Opticks text; fmnist: 512-256 MLP on /usr/share/datasets/fashion-mnist), except\n" +
+			"the momenta: --momentum 0 and --compress-momentum 0 are plain outer SGD.",
 		Flags: []cli.Flag{
 			jsonFlag,
 			&cli.StringFlag{Name: "task", Value: "charlm", Usage: "charlm or fmnist"},
@@ -29,9 +31,11 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntSliceFlag{Name: "hidden", Usage: "hidden layer widths (default: task's)"},
 			&cli.Float64Flag{Name: "inner-lr", Value: d.InnerLR, Usage: "peak AdamW learning rate"},
 			&cli.Float64Flag{Name: "outer-lr", Value: d.OuterLR, Usage: "Nesterov outer learning rate"},
-			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum"},
+			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum (0: plain SGD)"},
 			&cli.Float64Flag{Name: "compress-outer-lr", Value: d.CompressOuterLR, Usage: "outer learning rate of the compressed modes"},
-			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes"},
+			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes (0: plain SGD)"},
+			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
+			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "eval", Usage: "held-out samples to evaluate (0: task default)"},
@@ -57,6 +61,7 @@ func runBenchTrain(c *cli.Context) error {
 	o.InnerLR, o.OuterLR, o.Momentum = c.Float64("inner-lr"), c.Float64("outer-lr"), c.Float64("momentum")
 	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
+	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
 	o.Modes = strings.Split(c.String("modes"), ",")
 	logw := c.App.ErrWriter
 	if !c.Bool("json") {
