@@ -14,6 +14,7 @@ func TestRunTrainTiny(t *testing.T) {
 	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 3, 3, 2, 4, 64
 	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
 	o.Compress.MinLowRank = 64
+	o.Seeds = 2
 	res, err := RunTrain(context.Background(), o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -22,8 +23,11 @@ func TestRunTrainTiny(t *testing.T) {
 		t.Fatalf("%d modes", len(res.Modes))
 	}
 	for _, m := range res.Modes {
-		if !(m.EvalLoss > 0) || !m.Agree || !(m.BytesPerRound > 0) {
+		if !(m.ValLoss > 0) || !(m.TestLoss > 0) || !m.Agree || !(m.BytesPerRound > 0) {
 			t.Errorf("%s: %+v", m.Name, m)
+		}
+		if len(m.TestLosses) != 2 || m.TestLosses[0] == m.TestLosses[1] || !(m.TestLossSD > 0) {
+			t.Errorf("%s: two seeds gave test losses %v, sd %v", m.Name, m.TestLosses, m.TestLossSD)
 		}
 		if m.CompressShare < 0 || m.AggregateShare < 0 || m.CompressShare+m.AggregateShare > 1 {
 			t.Errorf("%s: shares %v + %v", m.Name, m.CompressShare, m.AggregateShare)

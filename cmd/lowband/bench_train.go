@@ -14,7 +14,9 @@ func benchTrainCommand() *cli.Command {
 		Name:  "train",
 		Usage: "DiLoCo training modes compared: allreduce, diloco, diloco+compress, diloco+compress+delay",
 		Description: "Simulates --workers nodes in one process on the same data, initial weights and\n" +
-			"number of samples, and reports each mode's held-out loss, bytes sent and speed.\n" +
+			"number of samples, and reports each mode's loss on a validation split taken out of\n" +
+			"the training data (choose settings by it) and on held-out test samples (report\n" +
+			"it), bytes sent and speed.\n" +
 			"Zero-valued flags take the task's defaults (charlm: 2x768 hidden MLP LM on Go's\n" +
 			"Opticks text; fmnist: 512-256 MLP on /usr/share/datasets/fashion-mnist), except\n" +
 			"the momenta: --momentum 0 and --compress-momentum 0 are plain outer SGD.",
@@ -25,7 +27,8 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "outer rounds"},
 			&cli.IntFlag{Name: "inner-steps", Aliases: []string{"H"}, Value: d.H, Usage: "inner steps per round (H)"},
 			&cli.IntFlag{Name: "batch", Usage: "samples per inner step per worker (0: task default)"},
-			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "weights, data slices and batches"},
+			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "weights, data slices and batches; the validation split and the samples scored"},
+			&cli.IntFlag{Name: "seeds", Value: d.Seeds, Usage: "runs per mode, seeds --seed, --seed+1, ...: losses are means with standard deviations"},
 			&cli.StringFlag{Name: "corpus", Usage: "charlm text file (default: Go's Opticks text in GOROOT)"},
 			&cli.StringFlag{Name: "fmnist-dir", Value: bench.DefaultFMNISTDir, Usage: "directory of the Fashion-MNIST IDX .gz files"},
 			&cli.IntSliceFlag{Name: "hidden", Usage: "hidden layer widths (default: task's)"},
@@ -38,7 +41,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
-			&cli.IntFlag{Name: "eval", Usage: "held-out samples to evaluate (0: task default)"},
+			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
 		},
 		Action: runBenchTrain,
@@ -47,7 +50,7 @@ func benchTrainCommand() *cli.Command {
 
 func runBenchTrain(c *cli.Context) error {
 	o := bench.DefaultTrainOptions(c.String("task"))
-	o.Workers, o.Rounds, o.H, o.Seed = c.Int("workers"), c.Int("rounds"), c.Int("inner-steps"), c.Uint64("seed")
+	o.Workers, o.Rounds, o.H, o.Seed, o.Seeds = c.Int("workers"), c.Int("rounds"), c.Int("inner-steps"), c.Uint64("seed"), c.Int("seeds")
 	if c.Int("batch") > 0 {
 		o.Batch = c.Int("batch")
 	}
