@@ -49,6 +49,12 @@ type Config struct {
 	// pseudo-gradient is added to it: x = FeedbackDecay·residual + delta. In (0, 1]; 1 keeps
 	// the whole residual (the default), lower values forget old, unsent parts geometrically.
 	FeedbackDecay float64
+	// ByteBudget, when above 0, replaces the adaptive rank: every round the ranks of all
+	// low-rank tensors (within [RankMin, RankMax]) are chosen together, by estimated
+	// captured energy per byte, so that the message's codes and scales
+	// (Message.PayloadBytes) stay within ByteBudget bytes. Encode fails with ErrBudget when
+	// the dense tensors and the lowest ranks alone do not fit.
+	ByteBudget int
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -87,6 +93,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max shard bytes %d not in [%d, %d]", ErrConfig, c.MaxShardBytes, MinShardBytes, HardMaxShardBytes)
 	case !(c.FeedbackDecay > 0 && c.FeedbackDecay <= 1):
 		return fmt.Errorf("%w: feedback decay %v not in (0, 1]", ErrConfig, c.FeedbackDecay)
+	case c.ByteBudget < 0:
+		return fmt.Errorf("%w: byte budget %d is negative", ErrConfig, c.ByteBudget)
 	case c.DenseBits != 4 && c.DenseBits != 8:
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
 	}

@@ -25,6 +25,15 @@
 // next round: it grows by half (at least one) while below Config.EnergyTarget and shrinks by one
 // when above the midpoint between the target and 1, always within [RankMin, RankMax].
 //
+// With Config.ByteBudget set, the ranks are instead chosen together before every round, so
+// that the codes and scales of the whole message fit the budget: the dense tensors' bytes
+// come off first, then, from every tensor's lowest rank, the allocator adds one component at
+// a time where the estimated energy per byte is highest, while it fits. A tensor's spectrum
+// is estimated from the energy of each component it captured last round (‖column of Q‖², as
+// a fraction of that round's ‖x‖²), continued flat at the last component's level until the
+// rest of the energy is used up, and scaled by this round's ‖x‖²; in the first round it is
+// taken flat.
+//
 // # Quantisation
 //
 // Values are quantised symmetrically in blocks of Config.BlockSize consecutive values (in the

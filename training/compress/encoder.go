@@ -58,6 +58,11 @@ func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
 	if err := e.check(ts); err != nil {
 		return nil, err
 	}
+	if e.cfg.ByteBudget > 0 {
+		if err := e.budgetRanks(ts); err != nil {
+			return nil, err
+		}
+	}
 	m := &Message{part: 0, parts: 1, block: e.cfg.BlockSize, maxShard: e.cfg.MaxShardBytes}
 	m.pieces = make([]piece, 0, len(ts))
 	for _, t := range ts {
@@ -156,7 +161,10 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 		st.captured = 1 - sumSquares(x)/ex
 	}
 	if st.lr != nil {
-		e.adapt(st)
+		st.lr.noteGains(ex)
+		if e.cfg.ByteBudget == 0 {
+			e.adapt(st)
+		}
 	}
 	return p, nil
 }
@@ -177,7 +185,7 @@ func (e *Encoder) stateFor(t Tensor) *tensorState {
 		return st
 	}
 	st := &tensorState{shape: append([]int(nil), t.Shape...), residual: make([]float64, len(t.Data))}
-	if len(t.Shape) == 2 && len(t.Data) >= e.cfg.MinLowRank && min(t.Shape[0], t.Shape[1]) >= 2 {
+	if e.isLowRank(t.Shape) {
 		lo, _ := e.rankBounds(t.Shape[0], t.Shape[1])
 		st.lr = newLowRank(t.Shape[0], t.Shape[1], lo, e.cfg.Seed, t.Name)
 	}

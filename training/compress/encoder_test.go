@@ -30,6 +30,7 @@ func TestConfigValidate(t *testing.T) {
 		{FeedbackDecay: -0.5},
 		{FeedbackDecay: 1.01},
 		{FeedbackDecay: math.NaN()},
+		{ByteBudget: -1},
 	}
 	for i, c := range bad {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
