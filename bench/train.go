@@ -53,8 +53,13 @@ type TrainOptions struct {
 	// (empty) or round.StartEager.
 	DelayStart string
 
-	Compress  compress.Config
-	Aggregate aggregate.Config
+	Compress compress.Config
+	// TargetRatio, when above 0, gives the compressed modes a byte budget
+	// (compress.Config.ByteBudget) that makes each message about TargetRatio times smaller
+	// than the dense fp32 pseudo-gradient; ranks are then allocated across the matrices
+	// within [Compress.RankMin, Compress.RankMax].
+	TargetRatio float64
+	Aggregate   aggregate.Config
 
 	EvalSamples int // validation and test samples to evaluate on (each)
 	Modes       []string
@@ -125,6 +130,9 @@ func (o *TrainOptions) fill() {
 func (o *TrainOptions) validate() error {
 	if o.Workers < 1 || o.Rounds < 1 || o.H < 1 || o.Batch < 1 || o.Seeds < 1 {
 		return errors.New("bench train: workers, rounds, h, batch and seeds must be positive")
+	}
+	if o.TargetRatio < 0 {
+		return fmt.Errorf("bench train: target ratio %v is negative", o.TargetRatio)
 	}
 	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}} {
 		if !(p[0] > 0 && p[0] <= 10) || !(p[1] >= 0 && p[1] < 1) {

@@ -32,6 +32,9 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		meters[w] = &phaseMeter{}
 		cc := opt.Compress
 		cc.Seed = opt.Compress.Seed + uint64(w)
+		if opt.TargetRatio > 0 {
+			cc.ByteBudget = byteBudget(theta0, opt.TargetRatio)
+		}
 		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
@@ -231,4 +234,20 @@ func tensorBytes(ts []training.Tensor) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// framingBytes estimates what a one-shard message spends besides codes and scales: the CBOR
+// headers of the message and, per tensor, its name, shape, range, rank and byte strings.
+func framingBytes(ts []training.Tensor) int {
+	n := 16
+	for _, t := range ts {
+		n += 32 + len(t.Name)
+	}
+	return n
+}
+
+// byteBudget is the payload budget that makes one round's message about ratio times
+// smaller than the dense fp32 pseudo-gradient of ts.
+func byteBudget(ts []training.Tensor, ratio float64) int {
+	return max(1, int(float64(4*len(training.Flatten(ts)))/ratio)-framingBytes(ts))
 }

@@ -43,3 +43,28 @@ func TestRunTrainTiny(t *testing.T) {
 		t.Error("unknown task accepted")
 	}
 }
+
+// With a target ratio, the compressed modes' messages are at least that many times smaller
+// than dense fp32, and the nodes still agree.
+func TestRunTrainTargetRatio(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 2, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax = 64, 16
+	o.Modes = []string{ModeCompress, ModeCompressDelay}
+	for _, ratio := range []float64{8, 12} {
+		o.TargetRatio = ratio
+		res, err := RunTrain(context.Background(), o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Modes {
+			if m.CompressionRatio < ratio || m.CompressionRatio > 2*ratio || !m.Agree {
+				t.Errorf("target %v: %s achieved %.2fx (agree %v)", ratio, m.Name, m.CompressionRatio, m.Agree)
+			}
+		}
+	}
+}
