@@ -68,3 +68,33 @@ func TestRunTrainTargetRatio(t *testing.T) {
 		}
 	}
 }
+
+// The pareto run gives the dense baselines and one row per target ratio and delay setting,
+// each at least as small as its target, with gaps computed against the baselines.
+func TestRunPareto(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples, o.Seeds = 2, 2, 2, 4, 64, 2
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax = 64, 16
+	res, err := RunPareto(context.Background(), o, []float64{8, 12}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 4 || res.Seeds != 2 || !(res.AllReduce.LossMean > 0) || !(res.DiLoCo.LossSD > 0) {
+		t.Fatalf("%+v", res)
+	}
+	for i, row := range res.Rows {
+		if row.TargetRatio != []float64{8, 8, 12, 12}[i] || row.Delay != (i%2 == 1) || row.AchievedRatio < row.TargetRatio {
+			t.Errorf("row %d: %+v", i, row)
+		}
+		if d := row.LossMean/res.DiLoCo.LossMean - 1; d != row.GapVsDiLoCo {
+			t.Errorf("row %d: gap vs diloco %v, want %v", i, row.GapVsDiLoCo, d)
+		}
+	}
+	if _, err := RunPareto(context.Background(), o, []float64{0.5}, nil); err == nil {
+		t.Error("target ratio below 1 accepted")
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lowband/lowband/bench"
@@ -43,6 +45,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
 			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
+			&cli.StringFlag{Name: "pareto", Usage: "comma-separated target ratios (e.g. 30,100,300,1000): allreduce and diloco once, then both compressed modes at each ratio's byte budget; test loss against bytes"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
 		},
 		Action: runBenchTrain,
@@ -68,11 +71,34 @@ func runBenchTrain(c *cli.Context) error {
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
 	o.TargetRatio = c.Float64("target-ratio")
 	o.Modes = strings.Split(c.String("modes"), ",")
+	if c.String("pareto") != "" {
+		return runBenchPareto(c, o)
+	}
 	logw := c.App.ErrWriter
 	if !c.Bool("json") {
 		logw = c.App.Writer
 	}
 	res, err := bench.RunTrain(c.Context, o, logw)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, res)
+	}
+	return res.WriteTable(c.App.Writer)
+}
+
+// runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.
+func runBenchPareto(c *cli.Context, o bench.TrainOptions) error {
+	var ratios []float64
+	for _, f := range strings.Split(c.String("pareto"), ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return fmt.Errorf("--pareto: %q is not a ratio", f)
+		}
+		ratios = append(ratios, r)
+	}
+	res, err := bench.RunPareto(c.Context, o, ratios, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
