@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lowband/lowband/bench"
+	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
 	"github.com/urfave/cli/v2"
 )
@@ -43,6 +44,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
+			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
 			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
 			&cli.StringFlag{Name: "pareto", Usage: "comma-separated target ratios (e.g. 30,100,300,1000): allreduce and diloco once, then both compressed modes at each ratio's byte budget; test loss against bytes"},
@@ -69,7 +71,7 @@ func runBenchTrain(c *cli.Context) error {
 	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
-	o.TargetRatio = c.Float64("target-ratio")
+	o.TargetRatio, o.Compress.MinLowRank = c.Float64("target-ratio"), c.Int("min-low-rank")
 	o.Modes = strings.Split(c.String("modes"), ",")
 	if c.String("pareto") != "" {
 		return runBenchPareto(c, o)
