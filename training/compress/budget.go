@@ -98,6 +98,7 @@ func (e *Encoder) budgetRanks(ts []Tensor) error {
 	return nil
 }
 
+// bits is the code width of low-rank factors and of dense tensors.
 func (e *Encoder) bits() (factor, dense int) {
 	if e.cfg.NoQuant {
 		return bitsRaw, bitsRaw
@@ -105,6 +106,7 @@ func (e *Encoder) bits() (factor, dense int) {
 	return bits4, e.cfg.DenseBits
 }
 
+// denseBytes is the payload of a dense tensor of n values.
 func (e *Encoder) denseBytes(n int) int {
 	_, b := e.bits()
 	return codeBytes(n, b) + scaleBytes(n, b, e.cfg.BlockSize)

@@ -134,10 +134,7 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	var p piece
 	var err error
 	if st.lr != nil {
-		bits := bits4
-		if e.cfg.NoQuant {
-			bits = bitsRaw
-		}
+		bits, _ := e.bits()
 		p, err = st.lr.factor(t.Name, x, e.cfg.PowerIters, bits, e.cfg.BlockSize)
 	} else {
 		p, err = e.dense(t, x)
@@ -170,10 +167,7 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 }
 
 func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {
-	bits := e.cfg.DenseBits
-	if e.cfg.NoQuant {
-		bits = bitsRaw
-	}
+	_, bits := e.bits()
 	p := piece{Name: t.Name, Shape: append([]int(nil), t.Shape...), Lo: 0, Hi: len(x), Bits: bits}
 	p.Codes = make([]byte, codeBytes(len(x), bits))
 	p.Scales = make([]byte, scaleBytes(len(x), bits, e.cfg.BlockSize))
