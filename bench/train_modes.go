@@ -87,9 +87,11 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 		if name == ModeCompressDelay {
 			delay = 1
 		}
-		var sent int64
-		final, pt, sent, mr.Agree, err = runMachines(ctx, opt, ws, theta0, delay)
-		mr.BytesPerRound = float64(sent) / float64(opt.Workers*opt.Rounds)
+		var sim *simNet
+		if sim, err = runMachines(ctx, opt, ws, theta0, delay); err == nil {
+			final, pt, mr.Agree, mr.Codec = sim.final, sim.spent, sim.agree, sim.codec
+			mr.BytesPerRound = float64(sim.sent) / float64(opt.Workers*opt.Rounds)
+		}
 	default:
 		return nil, fmt.Errorf("unknown mode %q (want one of %v)", name, TrainModes)
 	}

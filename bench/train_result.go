@@ -55,11 +55,14 @@ type ModeResult struct {
 	// Agree is true when, in every seed's run, every simulated node ended with byte-identical
 	// parameters.
 	Agree bool `json:"nodes_agree"`
+	// Codec is, for the compressed modes, worker 0's codec statistics per round (first
+	// seed): each tensor's rank, captured energy and residual norm.
+	Codec []CodecRound `json:"codec,omitempty"`
 }
 
 // meanOf summarises one mode's runs, one per seed (at least one).
 func meanOf(runs []*ModeResult) ModeResult {
-	out := ModeResult{Name: runs[0].Name, Agree: true}
+	out := ModeResult{Name: runs[0].Name, Agree: true, Codec: runs[0].Codec}
 	pick := func(f func(*ModeResult) float64) []float64 {
 		v := make([]float64, len(runs))
 		for i, r := range runs {

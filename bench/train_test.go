@@ -38,6 +38,7 @@ func TestRunTrainTiny(t *testing.T) {
 		if (m.Name == ModeCompress || m.Name == ModeCompressDelay) && !(m.CompressionRatio > 1) {
 			t.Errorf("%s: compression ratio %v", m.Name, m.CompressionRatio)
 		}
+		checkCodecStats(t, m, o.Rounds)
 	}
 	if _, err := RunTrain(context.Background(), TrainOptions{Task: "imagenet"}, nil); err == nil {
 		t.Error("unknown task accepted")
@@ -96,5 +97,32 @@ func TestRunPareto(t *testing.T) {
 	}
 	if _, err := RunPareto(context.Background(), o, []float64{0.5}, nil); err == nil {
 		t.Error("target ratio below 1 accepted")
+	}
+}
+
+// checkCodecStats: the compressed modes report every round's codec statistics, the dense
+// modes none.
+func checkCodecStats(t *testing.T, m ModeResult, rounds int) {
+	t.Helper()
+	if m.Name == ModeAllReduce || m.Name == ModeDiLoCo {
+		if m.Codec != nil {
+			t.Errorf("%s: codec statistics for a dense mode", m.Name)
+		}
+		return
+	}
+	if len(m.Codec) != rounds {
+		t.Fatalf("%s: codec statistics for %d rounds, want %d", m.Name, len(m.Codec), rounds)
+	}
+	for _, cr := range m.Codec {
+		lowRank := false
+		for _, ts := range cr.Tensors {
+			lowRank = lowRank || ts.Rank > 0
+			if !(ts.Captured <= 1) || !(ts.Residual >= 0) {
+				t.Errorf("%s round %d %s: captured %v, residual %v", m.Name, cr.Round, ts.Name, ts.Captured, ts.Residual)
+			}
+		}
+		if !lowRank {
+			t.Errorf("%s round %d: no low-rank tensor in %+v", m.Name, cr.Round, cr.Tensors)
+		}
 	}
 }

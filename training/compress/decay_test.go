@@ -88,3 +88,18 @@ func TestFeedbackDecayForgets(t *testing.T) {
 		t.Fatalf("residual norm with decay 0.5: %v, without: %v", half, full)
 	}
 }
+
+// Stats reports each tensor's residual norm after the last round: exactly ‖residual‖.
+func TestStatsResidualNorm(t *testing.T) {
+	rng := newRand(13)
+	e := mustEncoder(t, Config{RankMax: 2, MinLowRank: 64, FeedbackDecay: 0.9})
+	for round := 0; round < 3; round++ {
+		mustEncode(t, e, []Tensor{randTensor(rng, "w", 1, 24, 20), randTensor(rng, "b", 1, 20)})
+		for _, s := range e.Stats() {
+			want := math.Sqrt(sumSquares(e.state[s.Name].residual))
+			if s.Residual != want || !(want > 0) {
+				t.Fatalf("round %d %s: residual norm %v, want %v", round, s.Name, s.Residual, want)
+			}
+		}
+	}
+}

@@ -29,6 +29,8 @@ type tensorState struct {
 	residual []float64
 	lr       *lowRank // nil for dense tensors
 	captured float64
+	// residualNorm is ‖residual‖ after the last round.
+	residualNorm float64
 }
 
 // TensorStats describes one tensor's last encoding.
@@ -38,6 +40,7 @@ type TensorStats struct {
 	Rank     int     // rank used for the last round (0 for dense tensors)
 	NextRank int     // rank the next round will use
 	Captured float64 // 1 − ‖residual‖²/‖delta+residual‖² after the last round
+	Residual float64 // ‖residual‖ after the last round
 }
 
 // NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
@@ -153,9 +156,10 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	for i := range x {
 		x[i] -= recon[i]
 	}
-	st.captured = 1
+	er := sumSquares(x)
+	st.residualNorm, st.captured = math.Sqrt(er), 1
 	if ex > 0 {
-		st.captured = 1 - sumSquares(x)/ex
+		st.captured = 1 - er/ex
 	}
 	if st.lr != nil {
 		st.lr.noteGains(ex)
@@ -214,7 +218,7 @@ func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))
 	for _, name := range e.order {
 		st := e.state[name]
-		s := TensorStats{Name: name, Captured: st.captured}
+		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
 			s.Rank = st.lr.lastRank

@@ -281,3 +281,7 @@ func putVec(v []float64) {
 		vecPool.Put(&v)
 	}
 }
+
+// CodecStats describes the last encoding of each of this node's tensors: rank, captured
+// energy and residual norm (see compress.TensorStats).
+func (m *Machine) CodecStats() []compress.TensorStats { return m.enc.Stats() }
