@@ -23,11 +23,11 @@ func TestLoadFMNIST(t *testing.T) {
 	if n := tk.train.Len(); n != 60000 {
 		t.Errorf("%d training images, want 60000", n)
 	}
-	if tk.eval.N != 1000 || len(tk.eval.X) != 1000*28*28 {
-		t.Fatalf("eval batch: %d samples, %d pixels", tk.eval.N, len(tk.eval.X))
+	if tk.test.N != 1000 || len(tk.test.X) != 1000*28*28 {
+		t.Fatalf("test batch: %d samples, %d pixels", tk.test.N, len(tk.test.X))
 	}
 	counts := make([]int, 10)
-	for _, y := range tk.eval.Y {
+	for _, y := range tk.test.Y {
 		if y < 0 || y >= 10 {
 			t.Fatalf("label %d", y)
 		}
@@ -38,8 +38,8 @@ func TestLoadFMNIST(t *testing.T) {
 			t.Errorf("no sample of class %d among 1000 test images", c)
 		}
 	}
-	lo, hi := tk.eval.X[0], tk.eval.X[0]
-	for _, v := range tk.eval.X {
+	lo, hi := tk.test.X[0], tk.test.X[0]
+	for _, v := range tk.test.X {
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	if lo < 0 || hi > 1 || hi == lo {

@@ -17,12 +17,14 @@ import (
 // runMachines runs DiLoCo through one round.Machine per worker, exchanging the real shard
 // bytes: each worker decodes every other worker's shards (in a shuffled order of senders),
 // so the check that all workers end with byte-identical parameters also checks that
-// arrival order does not matter. It returns the final θ, the CPU time of the machines'
-// phases (summed over workers), the bytes sent by all workers, and whether all workers agree.
-func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) ([]training.Tensor, phaseTimes, int64, bool, error) {
+// arrival order does not matter. The simNet it returns holds the final θ, the bytes sent by
+// all workers, whether all workers agree, worker 0's codec statistics per round, and the CPU
+// time of the machines' phases (summed over workers).
+func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) (*simNet, error) {
 	W := opt.Workers
-	if opt.CompressOuterLR == 0 {
-		opt.CompressOuterLR, opt.CompressMomentum = opt.OuterLR, opt.Momentum
+	start := round.StartGlobal
+	if delay == 1 && opt.DelayStart != "" {
+		start = opt.DelayStart
 	}
 	ms := make([]*round.Machine, W)
 	meters := make([]*phaseMeter, W)
@@ -31,40 +33,43 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		meters[w] = &phaseMeter{}
 		cc := opt.Compress
 		cc.Seed = opt.Compress.Seed + uint64(w)
-		m, err := round.New(round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}, round.State{Params: theta0})
+		if opt.TargetRatio > 0 {
+			cc.ByteBudget = byteBudget(theta0, opt.TargetRatio)
+		}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
-			return nil, phaseTimes{}, 0, false, err
+			return nil, err
 		}
 		s, err := m.Start()
 		if err != nil {
-			return nil, phaseTimes{}, 0, false, err
+			return nil, err
 		}
 		ms[w], starts[w] = m, s.Params
 	}
 	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true}
 	for r := 0; r < opt.Rounds; r++ {
 		if err := ctx.Err(); err != nil {
-			return nil, phaseTimes{}, 0, false, err
+			return nil, err
 		}
 		locals, err := localPhase(opt, ws, sim.starts)
 		if err != nil {
-			return nil, phaseTimes{}, 0, false, err
+			return nil, err
 		}
 		if err := sim.round(uint64(r), locals); err != nil {
-			return nil, phaseTimes{}, 0, false, err
+			return nil, err
 		}
 	}
 	for _, m := range ms {
 		m.Finish()
 	}
 	if err := sim.closeDue(); err != nil {
-		return nil, phaseTimes{}, 0, false, err
+		return nil, err
 	}
-	var pt phaseTimes
 	for _, m := range meters {
-		pt.add(m.spent)
+		sim.spent.add(m.spent)
 	}
-	return sim.final, pt, sim.sent, sim.agree, nil
+	return sim, nil
 }
 
 // phaseTimes is CPU time per round.Phase.
@@ -110,6 +115,8 @@ type simNet struct {
 	sent   int64
 	final  []training.Tensor
 	agree  bool
+	codec  []CodecRound
+	spent  phaseTimes
 }
 
 func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
@@ -129,6 +136,7 @@ func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
 	if err != nil {
 		return err
 	}
+	s.noteCodec(r)
 	for w, rd := range readies {
 		for _, sh := range shards[w] {
 			s.sent += int64(len(sh.Data))
@@ -229,4 +237,42 @@ func tensorBytes(ts []training.Tensor) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// framingBytes estimates what a one-shard message spends besides codes and scales: the CBOR
+// headers of the message and, per tensor, its name, shape, range, rank and byte strings.
+func framingBytes(ts []training.Tensor) int {
+	n := 16
+	for _, t := range ts {
+		n += 32 + len(t.Name)
+	}
+	return n
+}
+
+// byteBudget is the payload budget that makes one round's message about ratio times
+// smaller than the dense fp32 pseudo-gradient of ts.
+func byteBudget(ts []training.Tensor, ratio float64) int {
+	return max(1, int(float64(4*len(training.Flatten(ts)))/ratio)-framingBytes(ts))
+}
+
+// CodecRound is worker 0's codec statistics after encoding one round.
+type CodecRound struct {
+	Round   uint64        `json:"round"`
+	Tensors []CodecTensor `json:"tensors"`
+}
+
+// CodecTensor is one tensor's encoding in a round.
+type CodecTensor struct {
+	Name     string  `json:"name"`
+	Rank     int     `json:"rank"` // 0: sent dense
+	Captured float64 `json:"captured_energy"`
+	Residual float64 `json:"residual_norm"`
+}
+
+func (s *simNet) noteCodec(r uint64) {
+	cr := CodecRound{Round: r}
+	for _, t := range s.ms[0].CodecStats() {
+		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, Captured: t.Captured, Residual: t.Residual})
+	}
+	s.codec = append(s.codec, cr)
 }

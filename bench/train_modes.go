@@ -20,13 +20,17 @@ type workers struct {
 
 func newWorkers(opt TrainOptions, tk *task) (*workers, error) {
 	ws := &workers{}
+	parts, err := workerSlices(tk.pool, opt.Seed, opt.Workers)
+	if err != nil {
+		return nil, err
+	}
 	sched := training.Schedule{Peak: opt.InnerLR, Min: opt.MinLR, Warmup: opt.Warmup, Total: opt.Rounds * opt.H}
 	for w := 0; w < opt.Workers; w++ {
-		m, err := tk.newModel()
+		m, err := tk.newModel(opt.Seed)
 		if err != nil {
 			return nil, err
 		}
-		b, err := training.NewBatcher(tk.train, tk.slices[w], opt.Batch, opt.Seed*1000+uint64(w))
+		b, err := training.NewBatcher(tk.train, parts[w], opt.Batch, opt.Seed*1000+uint64(w))
 		if err != nil {
 			return nil, err
 		}
@@ -83,9 +87,11 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 		if name == ModeCompressDelay {
 			delay = 1
 		}
-		var sent int64
-		final, pt, sent, mr.Agree, err = runMachines(ctx, opt, ws, theta0, delay)
-		mr.BytesPerRound = float64(sent) / float64(opt.Workers*opt.Rounds)
+		var sim *simNet
+		if sim, err = runMachines(ctx, opt, ws, theta0, delay); err == nil {
+			final, pt, mr.Agree, mr.Codec = sim.final, sim.spent, sim.agree, sim.codec
+			mr.BytesPerRound = float64(sim.sent) / float64(opt.Workers*opt.Rounds)
+		}
 	default:
 		return nil, fmt.Errorf("unknown mode %q (want one of %v)", name, TrainModes)
 	}
@@ -99,13 +105,16 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 	mr.CompressShare = pt.codec().Seconds() / cpu.Seconds()
 	mr.AggregateShare = pt.combine().Seconds() / cpu.Seconds()
 	mr.TokensPerS = float64(opt.Workers*opt.Rounds*opt.H*opt.Batch) / wall.Seconds()
-	loss, acc, err := evaluate(ws.models[0], final, tk.eval)
+	if mr.ValLoss, _, err = evaluate(ws.models[0], final, tk.val); err != nil {
+		return nil, err
+	}
+	loss, acc, err := evaluate(ws.models[0], final, tk.test)
 	if err != nil {
 		return nil, err
 	}
-	mr.EvalLoss = loss
+	mr.TestLoss = loss
 	if tk.accuracy {
-		mr.EvalAcc = &acc
+		mr.TestAcc = &acc
 	}
 	return mr, nil
 }

@@ -14,6 +14,7 @@ func TestRunTrainTiny(t *testing.T) {
 	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 3, 3, 2, 4, 64
 	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
 	o.Compress.MinLowRank = 64
+	o.Seeds = 2
 	res, err := RunTrain(context.Background(), o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -22,8 +23,11 @@ func TestRunTrainTiny(t *testing.T) {
 		t.Fatalf("%d modes", len(res.Modes))
 	}
 	for _, m := range res.Modes {
-		if !(m.EvalLoss > 0) || !m.Agree || !(m.BytesPerRound > 0) {
+		if !(m.ValLoss > 0) || !(m.TestLoss > 0) || !m.Agree || !(m.BytesPerRound > 0) {
 			t.Errorf("%s: %+v", m.Name, m)
+		}
+		if len(m.TestLosses) != 2 || m.TestLosses[0] == m.TestLosses[1] || !(m.TestLossSD > 0) {
+			t.Errorf("%s: two seeds gave test losses %v, sd %v", m.Name, m.TestLosses, m.TestLossSD)
 		}
 		if m.CompressShare < 0 || m.AggregateShare < 0 || m.CompressShare+m.AggregateShare > 1 {
 			t.Errorf("%s: shares %v + %v", m.Name, m.CompressShare, m.AggregateShare)
@@ -34,8 +38,91 @@ func TestRunTrainTiny(t *testing.T) {
 		if (m.Name == ModeCompress || m.Name == ModeCompressDelay) && !(m.CompressionRatio > 1) {
 			t.Errorf("%s: compression ratio %v", m.Name, m.CompressionRatio)
 		}
+		checkCodecStats(t, m, o.Rounds)
 	}
 	if _, err := RunTrain(context.Background(), TrainOptions{Task: "imagenet"}, nil); err == nil {
 		t.Error("unknown task accepted")
+	}
+}
+
+// With a target ratio, the compressed modes' messages are at least that many times smaller
+// than dense fp32, and the nodes still agree.
+func TestRunTrainTargetRatio(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 2, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax = 64, 16
+	o.Modes = []string{ModeCompress, ModeCompressDelay}
+	for _, ratio := range []float64{8, 12} {
+		o.TargetRatio = ratio
+		res, err := RunTrain(context.Background(), o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Modes {
+			if m.CompressionRatio < ratio || m.CompressionRatio > 2*ratio || !m.Agree {
+				t.Errorf("target %v: %s achieved %.2fx (agree %v)", ratio, m.Name, m.CompressionRatio, m.Agree)
+			}
+		}
+	}
+}
+
+// The pareto run gives the dense baselines and a row per target ratio and delay setting,
+// each at least as small as its target, with gaps computed against the baselines.
+func TestRunPareto(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples, o.Seeds = 2, 2, 2, 4, 64, 2
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax = 64, 16
+	res, err := RunPareto(context.Background(), o, []float64{10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2 || res.Seeds != 2 || !(res.AllReduce.LossMean > 0) || !(res.DiLoCo.LossSD > 0) {
+		t.Fatalf("%+v", res)
+	}
+	for i, row := range res.Rows {
+		if row.TargetRatio != 10 || row.Delay != (i%2 == 1) || row.AchievedRatio < row.TargetRatio {
+			t.Errorf("row %d: %+v", i, row)
+		}
+		if d := row.LossMean/res.DiLoCo.LossMean - 1; d != row.GapVsDiLoCo {
+			t.Errorf("row %d: gap vs diloco %v, want %v", i, row.GapVsDiLoCo, d)
+		}
+	}
+	if _, err := RunPareto(context.Background(), o, []float64{0.5}, nil); err == nil {
+		t.Error("target ratio below 1 accepted")
+	}
+}
+
+// checkCodecStats: the compressed modes report every round's codec statistics, the dense
+// modes none.
+func checkCodecStats(t *testing.T, m ModeResult, rounds int) {
+	t.Helper()
+	if m.Name == ModeAllReduce || m.Name == ModeDiLoCo {
+		if m.Codec != nil {
+			t.Errorf("%s: codec statistics for a dense mode", m.Name)
+		}
+		return
+	}
+	if len(m.Codec) != rounds {
+		t.Fatalf("%s: codec statistics for %d rounds, want %d", m.Name, len(m.Codec), rounds)
+	}
+	for _, cr := range m.Codec {
+		lowRank := false
+		for _, ts := range cr.Tensors {
+			lowRank = lowRank || ts.Rank > 0
+			if !(ts.Captured <= 1) || !(ts.Residual >= 0) {
+				t.Errorf("%s round %d %s: captured %v, residual %v", m.Name, cr.Round, ts.Name, ts.Captured, ts.Residual)
+			}
+		}
+		if !lowRank {
+			t.Errorf("%s round %d: no low-rank tensor in %+v", m.Name, cr.Round, cr.Tensors)
+		}
 	}
 }

@@ -54,10 +54,20 @@ type InnerOptSpec struct {
 	WeightDecay float64 `toml:"weight_decay" cbor:"6,keyasint"`
 }
 
-// OuterOptSpec is the outer optimizer: SGD with Nesterov momentum on pseudo-gradients.
+// Start points of local work (OuterOptSpec.Start; the names of package training/round).
+const (
+	StartGlobal = "global" // from the global parameters
+	StartEager  = "eager"  // plus the node's own pseudo-gradient not yet aggregated
+)
+
+// OuterOptSpec is the outer optimizer: SGD with Nesterov momentum on pseudo-gradients
+// (momentum 0 is plain SGD), and where each node starts its local work under the one-step
+// delay.
 type OuterOptSpec struct {
 	LR       float64 `toml:"lr" cbor:"1,keyasint"`
 	Momentum float64 `toml:"momentum" cbor:"2,keyasint"`
+	// Start is "global" (empty means global) or "eager".
+	Start string `toml:"start" cbor:"3,keyasint,omitempty"`
 }
 
 // CompressionSpec configures the pseudo-gradient codec (package training/compress).
@@ -70,6 +80,9 @@ type CompressionSpec struct {
 	MinLowRank    int     `toml:"min_low_rank" cbor:"6,keyasint"`
 	MaxShardBytes int     `toml:"max_shard_bytes" cbor:"7,keyasint"`
 	DenseBits     int     `toml:"dense_bits" cbor:"8,keyasint"`
+	// FeedbackDecay scales the error-feedback residual every round, in (0, 1]; 0 means 1
+	// (no decay).
+	FeedbackDecay float64 `toml:"feedback_decay" cbor:"9,keyasint,omitempty"`
 }
 
 // AggregationSpec configures robust aggregation (package training/aggregate).
@@ -87,8 +100,8 @@ func DefaultTrainingSpec() TrainingSpec {
 		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{768, 768},
 		BatchSize: 32, InnerSteps: 25,
 		Inner:       InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
-		Outer:       OuterOptSpec{LR: 0.7, Momentum: 0.9},
-		Compression: CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4},
+		Outer:       OuterOptSpec{LR: 0.7, Momentum: 0.9, Start: StartGlobal},
+		Compression: CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4, FeedbackDecay: 1},
 		Aggregation: AggregationSpec{Method: "mean"},
 	}
 }
@@ -142,6 +155,12 @@ func (t *TrainingSpec) fill() {
 	}
 	if t.Compression == (CompressionSpec{}) {
 		t.Compression = d.Compression
+	}
+	if t.Compression.FeedbackDecay == 0 {
+		t.Compression.FeedbackDecay = 1
+	}
+	if t.Outer.Start == "" {
+		t.Outer.Start = StartGlobal
 	}
 	if t.Aggregation == (AggregationSpec{}) {
 		t.Aggregation = d.Aggregation
@@ -213,6 +232,9 @@ func (o *OuterOptSpec) validate() error {
 	if !finite(o.Momentum) || o.Momentum < 0 || o.Momentum >= 1 {
 		return keyErr("momentum", "%v not in [0, 1)", o.Momentum)
 	}
+	if o.Start != StartGlobal && o.Start != StartEager {
+		return keyErr("start", "%q: want %q or %q", o.Start, StartGlobal, StartEager)
+	}
 	return nil
 }
 
@@ -232,6 +254,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("max_shard_bytes", "%d not in [4096, 524288]", c.MaxShardBytes)
 	case c.DenseBits != 4 && c.DenseBits != 8:
 		return keyErr("dense_bits", "%d: want 4 or 8", c.DenseBits)
+	case !finite(c.FeedbackDecay) || c.FeedbackDecay <= 0 || c.FeedbackDecay > 1:
+		return keyErr("feedback_decay", "%v not in (0, 1]", c.FeedbackDecay)
 	}
 	return nil
 }

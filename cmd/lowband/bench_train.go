@@ -1,9 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/lowband/lowband/bench"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
 	"github.com/urfave/cli/v2"
 )
 
@@ -13,9 +17,12 @@ func benchTrainCommand() *cli.Command {
 		Name:  "train",
 		Usage: "DiLoCo training modes compared: allreduce, diloco, diloco+compress, diloco+compress+delay",
 		Description: "Simulates --workers nodes in one process on the same data, initial weights and\n" +
-			"number of samples, and reports each mode's held-out loss, bytes sent and speed.\n" +
+			"number of samples, and reports each mode's loss on a validation split taken out of\n" +
+			"the training data (choose settings by it) and on held-out test samples (report\n" +
+			"it), bytes sent and speed.\n" +
 			"Zero-valued flags take the task's defaults (charlm: 2x768 hidden MLP LM on Go's\n" +
-			"Opticks text; fmnist: 512-256 MLP on /usr/share/datasets/fashion-mnist).",
+			"Opticks text; fmnist: 512-256 MLP on /usr/share/datasets/fashion-mnist), except\n" +
+			"the momenta: --momentum 0 and --compress-momentum 0 are plain outer SGD.",
 		Flags: []cli.Flag{
 			jsonFlag,
 			&cli.StringFlag{Name: "task", Value: "charlm", Usage: "charlm or fmnist"},
@@ -23,18 +30,24 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "outer rounds"},
 			&cli.IntFlag{Name: "inner-steps", Aliases: []string{"H"}, Value: d.H, Usage: "inner steps per round (H)"},
 			&cli.IntFlag{Name: "batch", Usage: "samples per inner step per worker (0: task default)"},
-			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "weights, data slices and batches"},
+			&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "weights, data slices and batches; the validation split and the samples scored"},
+			&cli.IntFlag{Name: "seeds", Value: d.Seeds, Usage: "runs per mode, seeds --seed, --seed+1, ...: losses are means with standard deviations"},
 			&cli.StringFlag{Name: "corpus", Usage: "charlm text file (default: Go's Opticks text in GOROOT)"},
 			&cli.StringFlag{Name: "fmnist-dir", Value: bench.DefaultFMNISTDir, Usage: "directory of the Fashion-MNIST IDX .gz files"},
 			&cli.IntSliceFlag{Name: "hidden", Usage: "hidden layer widths (default: task's)"},
 			&cli.Float64Flag{Name: "inner-lr", Value: d.InnerLR, Usage: "peak AdamW learning rate"},
 			&cli.Float64Flag{Name: "outer-lr", Value: d.OuterLR, Usage: "Nesterov outer learning rate"},
-			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum"},
+			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum (0: plain SGD)"},
 			&cli.Float64Flag{Name: "compress-outer-lr", Value: d.CompressOuterLR, Usage: "outer learning rate of the compressed modes"},
-			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes"},
+			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes (0: plain SGD)"},
+			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
+			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
-			&cli.IntFlag{Name: "eval", Usage: "held-out samples to evaluate (0: task default)"},
+			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
+			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
+			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
+			&cli.StringFlag{Name: "pareto", Usage: "comma-separated target ratios (e.g. 30,100,300,1000): allreduce and diloco once, then both compressed modes at each ratio's byte budget; test loss against bytes"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
 		},
 		Action: runBenchTrain,
@@ -43,7 +56,7 @@ func benchTrainCommand() *cli.Command {
 
 func runBenchTrain(c *cli.Context) error {
 	o := bench.DefaultTrainOptions(c.String("task"))
-	o.Workers, o.Rounds, o.H, o.Seed = c.Int("workers"), c.Int("rounds"), c.Int("inner-steps"), c.Uint64("seed")
+	o.Workers, o.Rounds, o.H, o.Seed, o.Seeds = c.Int("workers"), c.Int("rounds"), c.Int("inner-steps"), c.Uint64("seed"), c.Int("seeds")
 	if c.Int("batch") > 0 {
 		o.Batch = c.Int("batch")
 	}
@@ -57,12 +70,37 @@ func runBenchTrain(c *cli.Context) error {
 	o.InnerLR, o.OuterLR, o.Momentum = c.Float64("inner-lr"), c.Float64("outer-lr"), c.Float64("momentum")
 	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
+	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
+	o.TargetRatio, o.Compress.MinLowRank = c.Float64("target-ratio"), c.Int("min-low-rank")
 	o.Modes = strings.Split(c.String("modes"), ",")
+	if c.String("pareto") != "" {
+		return runBenchPareto(c, o)
+	}
 	logw := c.App.ErrWriter
 	if !c.Bool("json") {
 		logw = c.App.Writer
 	}
 	res, err := bench.RunTrain(c.Context, o, logw)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, res)
+	}
+	return res.WriteTable(c.App.Writer)
+}
+
+// runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.
+func runBenchPareto(c *cli.Context, o bench.TrainOptions) error {
+	var ratios []float64
+	for _, f := range strings.Split(c.String("pareto"), ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return fmt.Errorf("--pareto: %q is not a ratio", f)
+		}
+		ratios = append(ratios, r)
+	}
+	res, err := bench.RunPareto(c.Context, o, ratios, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ const (
 	DefaultMinLowRank    = 4096
 	DefaultMaxShardBytes = 256 << 10
 	DefaultDenseBits     = 8
+	DefaultFeedbackDecay = 1
 
 	// HardMaxShardBytes is the largest shard the codec ever produces or accepts.
 	HardMaxShardBytes = 512 << 10
@@ -44,6 +45,16 @@ type Config struct {
 	MaxShardBytes int
 	// DenseBits is the code width for dense tensors: 8 (default) or 4.
 	DenseBits int
+	// FeedbackDecay scales the error-feedback residual before the next round's
+	// pseudo-gradient is added to it: x = FeedbackDecay·residual + delta. In (0, 1]; 1 keeps
+	// the whole residual (the default), lower values forget old, unsent parts geometrically.
+	FeedbackDecay float64
+	// ByteBudget, when above 0, replaces the adaptive rank: every round the ranks of all
+	// low-rank tensors (within [RankMin, RankMax]) are chosen together, by estimated
+	// captured energy per byte, so that the message's codes and scales
+	// (Message.PayloadBytes) stay within ByteBudget bytes. Encode fails with ErrBudget when
+	// the dense tensors and the lowest ranks alone do not fit.
+	ByteBudget int
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -64,6 +75,9 @@ func (c *Config) Validate() error {
 	if c.EnergyTarget == 0 {
 		c.EnergyTarget = DefaultEnergyTarget
 	}
+	if c.FeedbackDecay == 0 {
+		c.FeedbackDecay = DefaultFeedbackDecay
+	}
 	switch {
 	case c.RankMin < 1 || c.RankMax < c.RankMin || c.RankMax > MaxRank:
 		return fmt.Errorf("%w: rank bounds [%d, %d] (want 1 <= min <= max <= %d)", ErrConfig, c.RankMin, c.RankMax, MaxRank)
@@ -77,6 +91,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: min low-rank size %d < 4", ErrConfig, c.MinLowRank)
 	case c.MaxShardBytes < MinShardBytes || c.MaxShardBytes > HardMaxShardBytes:
 		return fmt.Errorf("%w: max shard bytes %d not in [%d, %d]", ErrConfig, c.MaxShardBytes, MinShardBytes, HardMaxShardBytes)
+	case !(c.FeedbackDecay > 0 && c.FeedbackDecay <= 1):
+		return fmt.Errorf("%w: feedback decay %v not in (0, 1]", ErrConfig, c.FeedbackDecay)
+	case c.ByteBudget < 0:
+		return fmt.Errorf("%w: byte budget %d is negative", ErrConfig, c.ByteBudget)
 	case c.DenseBits != 4 && c.DenseBits != 8:
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
 	}

@@ -7,7 +7,8 @@
 //
 // An [Encoder] keeps, per tensor, the error-feedback residual, the warm-start factor Q and the
 // current rank. [Encoder.Encode] takes one round's pseudo-gradient tensors and, per tensor,
-// compresses x = delta + residual:
+// compresses x = delta + β·residual, where β is Config.FeedbackDecay (1 by default; below 1,
+// what was never sent fades geometrically instead of waiting forever):
 //
 //   - 2-D tensors with at least Config.MinLowRank elements go low-rank: with M = x (m×n) and
 //     the previous round's Q (n×r), each power iteration computes P = M·Q, orthonormalises P
@@ -23,6 +24,15 @@
 // receiver agree bit for bit. The captured energy 1 − ‖residual‖²/‖x‖² drives the rank of the
 // next round: it grows by half (at least one) while below Config.EnergyTarget and shrinks by one
 // when above the midpoint between the target and 1, always within [RankMin, RankMax].
+//
+// With Config.ByteBudget set, the ranks are instead chosen together before every round, so
+// that the codes and scales of the whole message fit the budget: the dense tensors' bytes
+// come off first, then, from every tensor's lowest rank, the allocator adds one component at
+// a time where the estimated energy per byte is highest, while it fits. A tensor's spectrum
+// is estimated from the energy of each component it captured last round (‖column of Q‖², as
+// a fraction of that round's ‖x‖²), continued flat at the last component's level until the
+// rest of the energy is used up, and scaled by this round's ‖x‖²; in the first round it is
+// taken flat.
 //
 // # Quantisation
 //

@@ -29,6 +29,8 @@ type tensorState struct {
 	residual []float64
 	lr       *lowRank // nil for dense tensors
 	captured float64
+	// residualNorm is ‖residual‖ after the last round.
+	residualNorm float64
 }
 
 // TensorStats describes one tensor's last encoding.
@@ -38,6 +40,7 @@ type TensorStats struct {
 	Rank     int     // rank used for the last round (0 for dense tensors)
 	NextRank int     // rank the next round will use
 	Captured float64 // 1 − ‖residual‖²/‖delta+residual‖² after the last round
+	Residual float64 // ‖residual‖ after the last round
 }
 
 // NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
@@ -51,12 +54,17 @@ func NewEncoder(cfg Config) (*Encoder, error) {
 // Config returns the validated configuration.
 func (e *Encoder) Config() Config { return e.cfg }
 
-// Encode compresses delta+residual for every tensor, in the given order, and keeps what the
+// Encode compresses delta + FeedbackDecay·residual for every tensor, in the given order, and keeps what the
 // receiver will not reconstruct as the new residual. The input slices are not retained or
 // modified. On error the Encoder's state is unchanged.
 func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
 	if err := e.check(ts); err != nil {
 		return nil, err
+	}
+	if e.cfg.ByteBudget > 0 {
+		if err := e.budgetRanks(ts); err != nil {
+			return nil, err
+		}
 	}
 	m := &Message{part: 0, parts: 1, block: e.cfg.BlockSize, maxShard: e.cfg.MaxShardBytes}
 	m.pieces = make([]piece, 0, len(ts))
@@ -91,7 +99,7 @@ func (e *Encoder) check(ts []Tensor) error {
 		for i, v := range t.Data {
 			x := v
 			if st != nil {
-				x += st.residual[i]
+				x = e.feedback(st.residual[i], v)
 			}
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
@@ -102,6 +110,12 @@ func (e *Encoder) check(ts []Tensor) error {
 		}
 	}
 	return nil
+}
+
+// feedback is one value of the next input: the residual scaled by the decay, plus delta.
+// The product is rounded before the sum, so no machine fuses them.
+func (e *Encoder) feedback(residual, delta float64) float64 {
+	return float64(e.cfg.FeedbackDecay*residual) + delta
 }
 
 func positive(shape []int) bool {
@@ -118,15 +132,12 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	st := e.stateFor(t)
 	x := st.residual
 	for i, v := range t.Data {
-		x[i] += v
+		x[i] = e.feedback(x[i], v)
 	}
 	var p piece
 	var err error
 	if st.lr != nil {
-		bits := bits4
-		if e.cfg.NoQuant {
-			bits = bitsRaw
-		}
+		bits, _ := e.bits()
 		p, err = st.lr.factor(t.Name, x, e.cfg.PowerIters, bits, e.cfg.BlockSize)
 	} else {
 		p, err = e.dense(t, x)
@@ -145,21 +156,22 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	for i := range x {
 		x[i] -= recon[i]
 	}
-	st.captured = 1
+	er := sumSquares(x)
+	st.residualNorm, st.captured = math.Sqrt(er), 1
 	if ex > 0 {
-		st.captured = 1 - sumSquares(x)/ex
+		st.captured = 1 - er/ex
 	}
 	if st.lr != nil {
-		e.adapt(st)
+		st.lr.noteGains(ex)
+		if e.cfg.ByteBudget == 0 {
+			e.adapt(st)
+		}
 	}
 	return p, nil
 }
 
 func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {
-	bits := e.cfg.DenseBits
-	if e.cfg.NoQuant {
-		bits = bitsRaw
-	}
+	_, bits := e.bits()
 	p := piece{Name: t.Name, Shape: append([]int(nil), t.Shape...), Lo: 0, Hi: len(x), Bits: bits}
 	p.Codes = make([]byte, codeBytes(len(x), bits))
 	p.Scales = make([]byte, scaleBytes(len(x), bits, e.cfg.BlockSize))
@@ -171,7 +183,7 @@ func (e *Encoder) stateFor(t Tensor) *tensorState {
 		return st
 	}
 	st := &tensorState{shape: append([]int(nil), t.Shape...), residual: make([]float64, len(t.Data))}
-	if len(t.Shape) == 2 && len(t.Data) >= e.cfg.MinLowRank && min(t.Shape[0], t.Shape[1]) >= 2 {
+	if e.isLowRank(t.Shape) {
 		lo, _ := e.rankBounds(t.Shape[0], t.Shape[1])
 		st.lr = newLowRank(t.Shape[0], t.Shape[1], lo, e.cfg.Seed, t.Name)
 	}
@@ -206,7 +218,7 @@ func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))
 	for _, name := range e.order {
 		st := e.state[name]
-		s := TensorStats{Name: name, Captured: st.captured}
+		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
 			s.Rank = st.lr.lastRank

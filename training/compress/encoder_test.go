@@ -27,6 +27,10 @@ func TestConfigValidate(t *testing.T) {
 		{MaxShardBytes: 100},
 		{DenseBits: 6},
 		{MinLowRank: 2},
+		{FeedbackDecay: -0.5},
+		{FeedbackDecay: 1.01},
+		{FeedbackDecay: math.NaN()},
+		{ByteBudget: -1},
 	}
 	for i, c := range bad {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {

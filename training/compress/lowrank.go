@@ -18,6 +18,19 @@ type lowRank struct {
 	// scratch, reused across rounds
 	p, qt, tau, work []float64
 	dead             []int // columns of P zeroed in the last orthonormalisation
+	// gains[k] is the energy of component k in the last round (‖column k of Q‖², P being
+	// near orthonormal) and energy that round's ‖x‖²: Config.ByteBudget's spectrum estimate.
+	gains  []float64
+	energy float64
+}
+
+// noteGains records the energy of each component of the last factor call, out of energy.
+func (lr *lowRank) noteGains(energy float64) {
+	lr.energy = energy
+	lr.gains = lr.gains[:0]
+	for k := 0; k < lr.lastRank; k++ {
+		lr.gains = append(lr.gains, sumSquares(lr.qt[k*lr.cols:(k+1)*lr.cols]))
+	}
 }
 
 func newLowRank(rows, cols, rank int, seed uint64, name string) *lowRank {

@@ -35,12 +35,27 @@
 // unchanged. With Delay = 0 the machine is plain DiLoCo: round t is closed before round
 // t+1's local work starts from θ_{t+1}.
 //
+// # The eager start
+//
+// With Config.StartPoint = StartEager (Delay 1 only), round t+1's local work starts instead
+// from θ_t − OuterLR·s·Δ_t, where Δ_t is the node's own pseudo-gradient of round t (measured
+// from its own start point, not compressed) and s its weight over the total weight included
+// in the last closed round (1/M for M equal peers; before any round has closed the start is
+// θ_t). With a plain SGD outer step (Momentum 0) this is the eager update of Kale et al.
+// (2025): the node applies its own fresh progress at once, as a stand-in for the aggregate
+// that is still travelling. The start point is private to the node; θ, the contributions'
+// meaning and the bytes every node computes at Close do not change.
+//
 // Stability: consecutive pseudo-gradients under the delay are measured from points that do
 // not include each other's progress, so they overlap, and on a quadratic the error obeys
 // e_{t+1} = e_t − lr·α·e_{t−1} (α the fraction of the way to the optimum one local phase
 // goes): stable only for lr·α < 1, and momentum shrinks the margin. `lowband bench train`
 // measured divergence with the dense DiLoCo defaults (lr 0.7, momentum 0.9) and with
-// lr 0.5 and no momentum, and stable training with lr 0.35 and momentum 0.5.
+// lr 0.5 and no momentum, and stable training with lr 0.35 and momentum 0.5. With the
+// error-feedback decay 0.95, plain SGD and the eager start, the delayed mode's validation
+// loss on fmnist (4 workers, 12 rounds) fell as the outer lr fell: 0.84 at lr 1, 0.80 at
+// 0.7, 0.59 at 0.5 (0.63 without the eager start), 0.57 at 0.35; lr 0.35 with momentum 0.5
+// and neither option gave 1.06.
 //
 // # Reproducibility
 //

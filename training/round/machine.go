@@ -22,6 +22,9 @@ func New(cfg Config, st State) (*Machine, error) {
 	if !(cfg.OuterLR > 0) || !(cfg.Momentum >= 0 && cfg.Momentum < 1) {
 		return nil, fmt.Errorf("round: outer lr %v, momentum %v", cfg.OuterLR, cfg.Momentum)
 	}
+	if !validStartPoint(cfg) {
+		return nil, fmt.Errorf("round: start point %q with delay %d (want %q, or %q with delay 1)", cfg.StartPoint, cfg.Delay, StartGlobal, StartEager)
+	}
 	if cfg.Window == 0 {
 		cfg.Window = 1
 	}
@@ -65,7 +68,8 @@ func (m *Machine) params() []training.Tensor {
 }
 
 // State returns what a restart needs: the first open round, θ and the outer momentum.
-// Contributions of open rounds and the codec's error feedback are not part of it.
+// Contributions of open rounds, the codec's error feedback and what the eager start keeps
+// are not part of it.
 func (m *Machine) State() State {
 	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
 }
@@ -78,8 +82,9 @@ func (m *Machine) Start() (Start, error) {
 		return Start{}, fmt.Errorf("%w: cannot start round %d (closed up to %d)", ErrOrder, m.nextLocal, m.nextClose)
 	}
 	m.started = true
-	m.base = slices.Clone(m.theta)
-	return Start{Round: m.nextLocal, Params: m.params()}, nil
+	m.base = m.startPoint()
+	ps, _ := training.Unflatten(m.base, m.like) // sizes match by construction
+	return Start{Round: m.nextLocal, Params: ps}, nil
 }
 
 // maybeStart starts the next local work when the delay allows it.
@@ -118,6 +123,7 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 		return Ready{}, fmt.Errorf("round: compressing round %d: %w", r, err)
 	}
 	m.store(Contribution{Round: r, Peer: m.cfg.Self, Weight: m.cfg.Weight, Msg: msg})
+	m.noteOwn(delta)
 	m.nextLocal, m.started, m.base = r+1, false, nil
 	rd := Ready{Send: &Outbound{Round: r, Msg: msg, Shards: shards}}
 	m.maybeStart(&rd)
@@ -206,6 +212,7 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 		included = append(included, id)
 		in = append(in, aggregate.Input{ID: id, Weight: c.Weight, Vec: vec})
 	}
+	m.noteShare(in)
 	if len(in) > 0 {
 		m.begin(PhaseAggregate)
 		g, err := aggregate.Aggregate(m.cfg.Aggregate, in)
@@ -274,3 +281,7 @@ func putVec(v []float64) {
 		vecPool.Put(&v)
 	}
 }
+
+// CodecStats describes the last encoding of each of this node's tensors: rank, captured
+// energy and residual norm (see compress.TensorStats).
+func (m *Machine) CodecStats() []compress.TensorStats { return m.enc.Stats() }

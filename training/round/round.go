@@ -33,8 +33,12 @@ type Config struct {
 	// Window is how many rounds beyond the one in local work a contribution may be for
 	// (0 means 1).
 	Window uint64
-	// OuterLR and Momentum configure the Nesterov outer optimizer.
+	// OuterLR and Momentum configure the Nesterov outer optimizer; Momentum 0 is plain SGD.
 	OuterLR, Momentum float64
+	// StartPoint is where this node's local work starts: StartGlobal (empty means
+	// StartGlobal) or StartEager, which needs Delay 1. See the package doc. It changes only
+	// this node's private start, never θ.
+	StartPoint string
 	// MaxNorm bounds the L2 norm of one contribution (0 means no bound).
 	MaxNorm   float64
 	Compress  compress.Config
@@ -105,7 +109,9 @@ type Machine struct {
 	nextClose uint64    // first round not yet closed
 	nextLocal uint64    // round of the local work in progress or next to start
 	started   bool      // local work for nextLocal has been started
-	base      []float64 // θ the local work of nextLocal started from
+	base      []float64 // the point the local work of nextLocal started from
+	own       []float64 // this node's last pseudo-gradient (eager start only)
+	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
 }

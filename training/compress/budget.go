@@ -1,0 +1,166 @@
+package compress
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrBudget is returned (wrapped) by Encode when Config.ByteBudget cannot hold the dense
+// tensors and every low-rank tensor at its lowest rank.
+var ErrBudget = errors.New("byte budget too small")
+
+// PayloadBytes is the number of code and scale bytes in m: all of its encoding but the
+// framing (names, shapes and CBOR headers, a few dozen bytes per tensor).
+func (m *Message) PayloadBytes() int {
+	n := 0
+	for _, p := range m.pieces {
+		n += len(p.Codes) + len(p.Scales) + len(p.QCodes) + len(p.QScales)
+	}
+	return n
+}
+
+// rankChoice is one low-rank tensor as the allocator sees it: its rank bounds, the bytes one
+// more rank costs, and the estimated energy of each component (non-increasing).
+type rankChoice struct {
+	lo, hi int
+	step   int
+	gain   []float64 // gain[k] for k < hi
+}
+
+// allocateRanks picks a rank in [lo, hi] for every choice so that the ranks' bytes stay
+// within budget, greedily: starting from the lowest ranks, it adds the component with the
+// most estimated energy per byte that still fits (ties to the earlier tensor), until none
+// does. It fails with ErrBudget when the lowest ranks alone exceed the budget.
+func allocateRanks(cs []rankChoice, budget int) ([]int, error) {
+	ranks := make([]int, len(cs))
+	spent := 0
+	for i, c := range cs {
+		ranks[i] = c.lo
+		spent += c.lo * c.step
+	}
+	if spent > budget {
+		return nil, fmt.Errorf("%w: %d bytes at the lowest ranks, budget %d", ErrBudget, spent, budget)
+	}
+	for {
+		best, bestD := -1, 0.0
+		for i, c := range cs {
+			r := ranks[i]
+			if r >= c.hi || spent+c.step > budget || !(c.gain[r] > 0) {
+				continue
+			}
+			if d := c.gain[r] / float64(c.step); best < 0 || d > bestD {
+				best, bestD = i, d
+			}
+		}
+		if best < 0 {
+			return ranks, nil
+		}
+		ranks[best]++
+		spent += cs[best].step
+	}
+}
+
+// isLowRank reports whether a tensor of this shape is sent as low-rank factors.
+func (e *Encoder) isLowRank(shape []int) bool {
+	return len(shape) == 2 && shape[0]*shape[1] >= e.cfg.MinLowRank && min(shape[0], shape[1]) >= 2
+}
+
+// budgetRanks sets this round's rank of every low-rank tensor in ts (checked) so that the
+// message's payload fits Config.ByteBudget. Nothing changes on error.
+func (e *Encoder) budgetRanks(ts []Tensor) error {
+	var cs []rankChoice
+	budget := e.cfg.ByteBudget
+	for _, t := range ts {
+		if !e.isLowRank(t.Shape) {
+			budget -= e.denseBytes(len(t.Data))
+			continue
+		}
+		cs = append(cs, e.choice(t))
+	}
+	if budget < 0 {
+		return fmt.Errorf("%w: the dense tensors alone take %d bytes over the budget %d", ErrBudget, -budget, e.cfg.ByteBudget)
+	}
+	ranks, err := allocateRanks(cs, budget)
+	if err != nil {
+		return err
+	}
+	j := 0
+	for _, t := range ts {
+		if !e.isLowRank(t.Shape) {
+			continue
+		}
+		if st := e.stateFor(t); ranks[j] != st.lr.rank {
+			st.lr.resize(ranks[j])
+		}
+		j++
+	}
+	return nil
+}
+
+// bits is the code width of low-rank factors and of dense tensors.
+func (e *Encoder) bits() (factor, dense int) {
+	if e.cfg.NoQuant {
+		return bitsRaw, bitsRaw
+	}
+	return bits4, e.cfg.DenseBits
+}
+
+// denseBytes is the payload of a dense tensor of n values.
+func (e *Encoder) denseBytes(n int) int {
+	_, b := e.bits()
+	return codeBytes(n, b) + scaleBytes(n, b, e.cfg.BlockSize)
+}
+
+// choice describes tensor t for the allocator. The energy of this round's input
+// x = delta + β·residual is known; its spectrum is estimated from the components the last
+// round captured (as fractions of that round's energy), continued flat at the last
+// component's level until the energy they did not capture runs out. Without history the
+// spectrum is taken flat.
+func (e *Encoder) choice(t Tensor) rankChoice {
+	rows, cols := t.Shape[0], t.Shape[1]
+	lo, hi := e.rankBounds(rows, cols)
+	fb, _ := e.bits()
+	pc, ps := colsBytes(rows, 1, fb, e.cfg.BlockSize)
+	qc, qs := colsBytes(cols, 1, fb, e.cfg.BlockSize)
+	c := rankChoice{lo: lo, hi: hi, step: pc + ps + qc + qs, gain: make([]float64, hi)}
+	st := e.state[t.Name]
+	energy := 0.0
+	for i, v := range t.Data {
+		x := v
+		if st != nil {
+			x = e.feedback(st.residual[i], v)
+		}
+		energy += float64(x * x)
+	}
+	d := float64(min(rows, cols))
+	var seen []float64
+	var prev float64
+	if st != nil && st.lr != nil && st.lr.energy > 0 {
+		seen, prev = st.lr.gains, st.lr.energy
+	}
+	left := 1.0
+	last := 1 / d
+	for k := range c.gain {
+		f := last
+		if k < len(seen) {
+			f = seen[k] / prev
+			last = f
+		}
+		f = min(f, left)
+		left -= f
+		c.gain[k] = energy * f
+	}
+	slices.SortFunc(c.gain, func(a, b float64) int { return compareDesc(a, b) })
+	return c
+}
+
+func compareDesc(a, b float64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}

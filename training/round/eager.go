@@ -1,0 +1,64 @@
+package round
+
+import (
+	"slices"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/aggregate"
+)
+
+// Start points of local work (Config.StartPoint).
+const (
+	// StartGlobal starts local work from the global θ: with the one-step delay, θ_t, which
+	// holds neither round t's aggregate nor this node's own progress in round t.
+	StartGlobal = "global"
+	// StartEager starts round t+1's local work from θ_t minus OuterLR·s·Δ_t, where Δ_t is
+	// this node's own pseudo-gradient of round t, not yet aggregated, and s is its share of
+	// the weight included in the last closed round (1/M for M equal peers): the eager
+	// update of Kale et al. (2025). Needs Delay 1.
+	StartEager = "eager"
+)
+
+func validStartPoint(cfg Config) bool {
+	switch cfg.StartPoint {
+	case "", StartGlobal:
+		return true
+	case StartEager:
+		return cfg.Delay == 1
+	}
+	return false
+}
+
+// startPoint returns a new copy of the point the next local work starts from: θ, or with
+// the eager start θ − OuterLR·share·own while this node's last pseudo-gradient is not yet
+// in θ and a closed round has told the node its share. Every product is rounded before it
+// is subtracted, like the outer step, though only this node ever uses the result.
+func (m *Machine) startPoint() []float64 {
+	base := slices.Clone(m.theta)
+	if m.cfg.StartPoint != StartEager || m.own == nil || m.nextClose >= m.nextLocal || !(m.share > 0) {
+		return base
+	}
+	c := float64(m.cfg.OuterLR * m.share)
+	for i, d := range m.own {
+		base[i] -= float64(c * d)
+	}
+	return base
+}
+
+// noteOwn keeps this node's pseudo-gradient of the local work just done, for the eager start.
+func (m *Machine) noteOwn(delta []training.Tensor) {
+	if m.cfg.StartPoint == StartEager {
+		m.own = training.Flatten(delta)
+	}
+}
+
+// noteShare records this node's share of the weight included in a closed round.
+func (m *Machine) noteShare(in []aggregate.Input) {
+	total := 0.0
+	for _, x := range in {
+		total += x.Weight
+	}
+	if total > 0 {
+		m.share = m.cfg.Weight / total
+	}
+}
