@@ -15,7 +15,7 @@ type Closed struct {
 	State  *State
 	Events []Event
 	// Deferred is valid evidence that did not fit the record (MaxEvidencePerRecord or
-	// MaxRecordSize), oldest offence first: pass it to the next rounds' Build. Evidence
+	// MaxRecordSize), in inclusion order (see prioritise): pass it to the next rounds' Build. Evidence
 	// that falls out of the window meanwhile is then rejected.
 	Deferred []Evidence
 	Rejected []Rejected
@@ -33,11 +33,13 @@ type candidate struct {
 	id   ID
 	off  Offence
 	size int
+	// order is the position oldest offence first, then by ID (see prioritise).
+	order int
 }
 
 // Build closes round s.Round: it checks each evidence item, keeps those that prove an
 // offence inside the window and not yet penalised (one item per offence, the lowest ID),
-// includes as many as the record holds, oldest offence first (then by ID), defers the
+// includes as many as the record holds in the order of prioritise, defers the
 // rest, and applies the canonical record. The receiver is not modified. Two nodes holding
 // the same contributions and evidence build the same record, whatever the arrival order.
 //
@@ -72,7 +74,7 @@ func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []
 }
 
 // candidates checks evidence for the record of round s.Round and returns what may be
-// included, oldest offence first, then by ID, and what never can be.
+// included, in inclusion order (see prioritise), and what never can be.
 func (s *State) candidates(evidence []Evidence, chk EvidenceChecker) ([]candidate, []Rejected) {
 	var cands []candidate
 	var rejected []Rejected
@@ -107,7 +109,31 @@ func (s *State) candidates(evidence []Evidence, chk EvidenceChecker) ([]candidat
 			out = append(out, c)
 		}
 	}
+	s.prioritise(out)
 	return out, rejected
+}
+
+// prioritise orders deduplicated candidates (oldest offence first) for inclusion: each
+// peer's first offence before anyone's second, and among those, the offence that would
+// slash more first (what the peer stands to lose before this record, up to the kind's
+// penalty); ties stay oldest first. Identities with nothing to lose can make valid evidence
+// against themselves for free, in the oldest round of the window, every round: oldest
+// first alone would let them keep evidence against a staked peer out of every record until
+// it leaves the window.
+func (s *State) prioritise(cands []candidate) {
+	rank := make([]int, len(cands))
+	risk := make([]uint64, len(cands))
+	seen := make(map[string]int)
+	for i, c := range cands {
+		rank[i] = seen[c.off.Peer]
+		seen[c.off.Peer]++
+		a := s.Account(c.off.Peer)
+		risk[i] = min(addSat(a.Stake, a.Balance), s.Params.Penalties[c.off.Kind])
+		cands[i].order = i
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(rank[a.order], rank[b.order]), cmp.Compare(risk[b.order], risk[a.order]), cmp.Compare(a.order, b.order))
+	})
 }
 
 // encodedSize is the size of the record's encoding with its new root filled.
