@@ -101,7 +101,7 @@ func (s *State) step(r *Record, chk EvidenceChecker) (*State, []Event, error) {
 	}
 	events = append(events, evs...)
 	events = append(events, next.reward(r)...)
-	events = append(events, next.evict(r.Round)...)
+	events = append(events, next.evict(r)...)
 	next.Round = r.Round + 1
 	root := StateRoot(r.Round, r.ModelRoot, next.Root())
 	next.Head = root[:]

@@ -51,12 +51,15 @@
 //
 // Bounded state: the ledger holds at most MaxAccounts accounts and remembers at most
 // MaxEvidencePerRecord offences per round of the window, so its encoding stays under
-// MaxStateSize whatever peers send. When a record leaves more than MaxAccounts accounts, the
-// unstaked accounts with the smallest balance (then fewest contributions, then by peer ID)
-// are dropped, each with an EventDrop. A dropped account loses its balance, its counts of
-// contributions and offences, and its jail (if it contributes again it starts afresh, as a
-// new peer); accounts holding stake are never dropped, and its penalised offences stay
-// remembered, so old evidence cannot penalise it again.
+// MaxStateSize whatever peers send. When a record leaves more than MaxAccounts accounts,
+// unstaked accounts are dropped, each with an EventDrop: first those the record does not
+// reward, then its contributors, each group smallest balance first (then fewest
+// contributions, then by peer ID), so a peer contributing every round keeps its account.
+// A dropped account loses its balance, its counts of contributions and offences, and its
+// jail (if it contributes again it starts afresh, as a new peer): an unstaked peer that
+// stops contributing can be pushed out by fresh identities. Accounts holding stake are
+// never dropped, and a dropped peer's penalised offences stay remembered, so old evidence
+// cannot penalise it again.
 //
 // Order independence: Apply canonicalises the record (contributions by peer, evidence by
 // ID, duplicates dropped) before anything is applied, so the same records give the same
