@@ -62,3 +62,25 @@ func lowerIDs(id string, n int) []string {
 	}
 	return out
 }
+
+// TestEvidenceOfTheNextRoundIsDeferredNotRejected: evidence about a round that has not
+// closed yet (a peer equivocating in round r+1 while this node closes round r) is valid
+// later. Build must hand it back for later rounds, not list it as left out for good, or a
+// node keeping only Deferred loses it and the offence goes unpunished.
+func TestEvidenceOfTheNextRoundIsDeferredNotRejected(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	chk := fx.Checker()
+	st := genesis(t)
+	next := *fx.Equivocation("A", st.Round+1, 0, "x")
+	cl, err := st.Build(nil, []incentives.Evidence{next}, []byte("m"), chk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.Deferred) != 1 {
+		t.Fatalf("evidence of round %d while closing round %d: %d deferred, rejected %v", st.Round+1, st.Round, len(cl.Deferred), cl.Rejected)
+	}
+	cl, err = cl.State.Build(nil, cl.Deferred, []byte("m"), chk)
+	if err != nil || len(cl.Record.Evidence) != 1 {
+		t.Fatalf("the next round did not include the deferred evidence: %v, rejected %v", err, cl.Rejected)
+	}
+}

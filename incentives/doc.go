@@ -22,7 +22,8 @@
 // what proves nothing or proves an offence already penalised, includes what fits the
 // record (MaxEvidencePerRecord items, MaxRecordSize bytes; each peer's first offence before
 // anyone's second, the larger slash first, then the oldest offence first), and returns
-// the canonical record, the next state and the evidence deferred to later rounds.
+// the canonical record, the next state and the evidence deferred to later rounds (what did
+// not fit, and evidence of rounds not closed yet).
 // Build never fails because of evidence, and every record it writes decodes. A node that
 // receives or replays a record calls State.Apply, which refuses the whole record if any
 // evidence in it is bad, out of the window, or if the record's roots do not match. Both
