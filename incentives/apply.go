@@ -69,14 +69,15 @@ func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error)
 	return next, events, nil
 }
 
-// checkEvidence checks e and its window for the record of round r.
+// checkEvidence checks e and its window for the record of round r. When e proves an
+// offence outside the window (ErrOutsideWindow), the offence is returned with the error.
 func (s *State) checkEvidence(e *Evidence, chk EvidenceChecker, r uint64) (Offence, error) {
 	off, err := chk.Check(e)
 	if err != nil {
 		return Offence{}, err
 	}
 	if off.Round > r || r-off.Round > s.Params.EvidenceWindow {
-		return Offence{}, fmt.Errorf("%w: offence in round %d, record of round %d, window %d", ErrOutsideWindow, off.Round, r, s.Params.EvidenceWindow)
+		return off, fmt.Errorf("%w: offence in round %d, record of round %d, window %d", ErrOutsideWindow, off.Round, r, s.Params.EvidenceWindow)
 	}
 	return off, nil
 }
@@ -101,7 +102,7 @@ func (s *State) step(r *Record, chk EvidenceChecker) (*State, []Event, error) {
 	}
 	events = append(events, evs...)
 	events = append(events, next.reward(r)...)
-	events = append(events, next.evict(r.Round)...)
+	events = append(events, next.evict(r)...)
 	next.Round = r.Round + 1
 	root := StateRoot(r.Round, r.ModelRoot, next.Root())
 	next.Head = root[:]

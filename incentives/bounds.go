@@ -12,9 +12,10 @@ import (
 // identities would grow the state until it no longer fits MaxStateSize and the store could
 // not open.
 const (
-	// MaxAccounts caps the accounts of a ledger. When a record leaves more, the unstaked
-	// accounts with the smallest balance (then fewest contributions, then by peer) are
-	// dropped until MaxAccounts remain. Accounts holding stake are never dropped.
+	// MaxAccounts caps the accounts of a ledger. When a record leaves more, unstaked
+	// accounts are dropped until MaxAccounts remain: those the record does not reward
+	// first, then the smallest balance, fewest contributions, by peer. Accounts holding
+	// stake are never dropped.
 	MaxAccounts = 1 << 15
 	// MaxGenesisStakes caps the genesis allocation, so stake holders never fill the ledger.
 	MaxGenesisStakes = 10000
@@ -24,22 +25,38 @@ const (
 )
 
 // evict drops accounts beyond MaxAccounts, the least valuable unstaked ones first, and
-// returns an EventDrop for each. It is a pure function of the state: every node drops the
-// same accounts.
-func (s *State) evict(r uint64) []Event {
+// returns an EventDrop for each. It is a pure function of the state and the record: every
+// node drops the same accounts. The record's contributors go last: otherwise identities
+// that filled the ledger once with a little more balance would drop every new contributor
+// at the end of each round it contributes in, so that it never earns more than one reward.
+func (s *State) evict(rec *Record) []Event {
+	r := rec.Round
 	excess := len(s.Accounts) - MaxAccounts
 	if excess <= 0 {
 		return nil
 	}
-	var cands []Account
+	// Accounts and contributions are both sorted by peer: one merge splits the unstaked
+	// accounts into those the record rewards and the rest.
+	var idle, active []Account
+	cs := rec.Contributions
 	for _, a := range s.Accounts {
-		if a.Stake == 0 {
-			cands = append(cands, a)
+		for len(cs) > 0 && cs[0].Peer < a.Peer {
+			cs = cs[1:]
+		}
+		switch {
+		case a.Stake != 0:
+		case len(cs) > 0 && cs[0].Peer == a.Peer:
+			active = append(active, a)
+		default:
+			idle = append(idle, a)
 		}
 	}
-	slices.SortFunc(cands, func(a, b Account) int {
+	byValue := func(a, b Account) int {
 		return cmp.Or(cmp.Compare(a.Balance, b.Balance), cmp.Compare(a.Contributions, b.Contributions), strings.Compare(a.Peer, b.Peer))
-	})
+	}
+	slices.SortFunc(idle, byValue)
+	slices.SortFunc(active, byValue)
+	cands := append(idle, active...)
 	cands = cands[:min(excess, len(cands))]
 	drop := make(map[string]bool, len(cands))
 	events := make([]Event, 0, len(cands))

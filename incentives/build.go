@@ -3,6 +3,7 @@ package incentives
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -15,8 +16,9 @@ type Closed struct {
 	State  *State
 	Events []Event
 	// Deferred is valid evidence that did not fit the record (MaxEvidencePerRecord or
-	// MaxRecordSize), oldest offence first: pass it to the next rounds' Build. Evidence
-	// that falls out of the window meanwhile is then rejected.
+	// MaxRecordSize), in inclusion order (see prioritise), then evidence of rounds not
+	// closed yet (at most the evidence window ahead): pass it to the next rounds' Build.
+	// Evidence that falls out of the window meanwhile is then rejected.
 	Deferred []Evidence
 	Rejected []Rejected
 }
@@ -33,12 +35,14 @@ type candidate struct {
 	id   ID
 	off  Offence
 	size int
+	// order is the position oldest offence first, then by ID (see prioritise).
+	order int
 }
 
 // Build closes round s.Round: it checks each evidence item, keeps those that prove an
 // offence inside the window and not yet penalised (one item per offence, the lowest ID),
-// includes as many as the record holds, oldest offence first (then by ID), defers the
-// rest, and applies the canonical record. The receiver is not modified. Two nodes holding
+// includes as many as the record holds in the order of prioritise, defers the rest and
+// the evidence of rounds not closed yet, and applies the canonical record. The receiver is not modified. Two nodes holding
 // the same contributions and evidence build the same record, whatever the arrival order.
 //
 // Build fails only on a malformed inclusion list (too many contributions, more than
@@ -51,7 +55,7 @@ func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []
 		return Closed{}, err
 	}
 	chk = NewCheckCache(chk, len(evidence)+1) // each item is checked here and again in step
-	cands, rejected := s.candidates(evidence, chk)
+	cands, ahead, rejected := s.candidates(evidence, chk)
 	var deferred []Evidence
 	size := rec.encodedSize() + 2 // an evidence list of up to 255 items: a 2-byte header
 	for _, c := range cands {
@@ -62,6 +66,7 @@ func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []
 		size += c.size
 		rec.Evidence = append(rec.Evidence, c.ev)
 	}
+	deferred = append(deferred, ahead...)
 	rec.Canonicalize()
 	next, events, err := s.step(rec, chk)
 	if err != nil {
@@ -72,9 +77,12 @@ func (s *State) Build(contribs []Contribution, evidence []Evidence, modelRoot []
 }
 
 // candidates checks evidence for the record of round s.Round and returns what may be
-// included, oldest offence first, then by ID, and what never can be.
-func (s *State) candidates(evidence []Evidence, chk EvidenceChecker) ([]candidate, []Rejected) {
+// included, in inclusion order (see prioritise), what may be in a later round's record
+// (offences of rounds not closed yet, at most the evidence window ahead), and what never
+// can be.
+func (s *State) candidates(evidence []Evidence, chk EvidenceChecker) ([]candidate, []Evidence, []Rejected) {
 	var cands []candidate
+	var ahead []Evidence
 	var rejected []Rejected
 	for _, e := range evidence {
 		if e.Kind == KindEquivocation {
@@ -83,6 +91,10 @@ func (s *State) candidates(evidence []Evidence, chk EvidenceChecker) ([]candidat
 		}
 		id := e.ID()
 		off, err := s.checkEvidence(&e, chk, s.Round)
+		if errors.Is(err, ErrOutsideWindow) && off.Round > s.Round && off.Round-s.Round <= s.Params.EvidenceWindow {
+			ahead = append(ahead, e)
+			continue
+		}
 		if err == nil {
 			if _, seen := slices.BinarySearchFunc(s.Seen, off, Offence.compare); seen {
 				err = fmt.Errorf("%w: %s", ErrAlreadyPenalised, off)
@@ -107,7 +119,31 @@ func (s *State) candidates(evidence []Evidence, chk EvidenceChecker) ([]candidat
 			out = append(out, c)
 		}
 	}
-	return out, rejected
+	s.prioritise(out)
+	return out, ahead, rejected
+}
+
+// prioritise orders deduplicated candidates (oldest offence first) for inclusion: each
+// peer's first offence before anyone's second, and among those, the offence that would
+// slash more first (what the peer stands to lose before this record, up to the kind's
+// penalty); ties stay oldest first. Identities with nothing to lose can make valid evidence
+// against themselves for free, in the oldest round of the window, every round: oldest
+// first alone would let them keep evidence against a staked peer out of every record until
+// it leaves the window.
+func (s *State) prioritise(cands []candidate) {
+	rank := make([]int, len(cands))
+	risk := make([]uint64, len(cands))
+	seen := make(map[string]int)
+	for i, c := range cands {
+		rank[i] = seen[c.off.Peer]
+		seen[c.off.Peer]++
+		a := s.Account(c.off.Peer)
+		risk[i] = min(addSat(a.Stake, a.Balance), s.Params.Penalties[c.off.Kind])
+		cands[i].order = i
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(rank[a.order], rank[b.order]), cmp.Compare(risk[b.order], risk[a.order]), cmp.Compare(a.order, b.order))
+	})
 }
 
 // encodedSize is the size of the record's encoding with its new root filled.

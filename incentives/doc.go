@@ -20,8 +20,10 @@
 //
 // A node closes a round with State.Build, which checks the evidence it holds, leaves out
 // what proves nothing or proves an offence already penalised, includes what fits the
-// record (MaxEvidencePerRecord items, MaxRecordSize bytes; oldest offence first), and
-// returns the canonical record, the next state and the evidence deferred to later rounds.
+// record (MaxEvidencePerRecord items, MaxRecordSize bytes; each peer's first offence before
+// anyone's second, the larger slash first, then the oldest offence first), and returns
+// the canonical record, the next state and the evidence deferred to later rounds (what did
+// not fit, and evidence of rounds not closed yet).
 // Build never fails because of evidence, and every record it writes decodes. A node that
 // receives or replays a record calls State.Apply, which refuses the whole record if any
 // evidence in it is bad, out of the window, or if the record's roots do not match. Both
@@ -50,12 +52,15 @@
 //
 // Bounded state: the ledger holds at most MaxAccounts accounts and remembers at most
 // MaxEvidencePerRecord offences per round of the window, so its encoding stays under
-// MaxStateSize whatever peers send. When a record leaves more than MaxAccounts accounts, the
-// unstaked accounts with the smallest balance (then fewest contributions, then by peer ID)
-// are dropped, each with an EventDrop. A dropped account loses its balance, its counts of
-// contributions and offences, and its jail (if it contributes again it starts afresh, as a
-// new peer); accounts holding stake are never dropped, and its penalised offences stay
-// remembered, so old evidence cannot penalise it again.
+// MaxStateSize whatever peers send. When a record leaves more than MaxAccounts accounts,
+// unstaked accounts are dropped, each with an EventDrop: first those the record does not
+// reward, then its contributors, each group smallest balance first (then fewest
+// contributions, then by peer ID), so a peer contributing every round keeps its account.
+// A dropped account loses its balance, its counts of contributions and offences, and its
+// jail (if it contributes again it starts afresh, as a new peer): an unstaked peer that
+// stops contributing can be pushed out by fresh identities. Accounts holding stake are
+// never dropped, and a dropped peer's penalised offences stay remembered, so old evidence
+// cannot penalise it again.
 //
 // Order independence: Apply canonicalises the record (contributions by peer, evidence by
 // ID, duplicates dropped) before anything is applied, so the same records give the same

@@ -146,7 +146,7 @@ func TestForgedEvidence(t *testing.T) {
 		{"signature does not verify", 0, badSig, incentives.ErrBadEvidence},
 		{"second shard identical to the first", 0, same, incentives.ErrMalformed},
 		{"round outside the window", 5, fx.Equivocation("B", 1, 0, "x"), incentives.ErrOutsideWindow},
-		{"round in the future", 0, fx.Equivocation("B", 3, 0, "x"), incentives.ErrOutsideWindow},
+		{"round further ahead than the window", 0, fx.Equivocation("B", 4, 0, "x"), incentives.ErrOutsideWindow},
 		{"bundle from an untrusted root", 0, fx.InvalidAttestation("B", 0, verify.ClassUntrustedRoot), incentives.ErrBadEvidence},
 		{"framing: a refused report bound to someone else", 0, fx.InvalidAttestation("B", 0, verify.ClassBindingMismatch), incentives.ErrBadEvidence},
 	}
