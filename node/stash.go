@@ -14,9 +14,14 @@ import (
 // known: Take returns them.
 //
 // A Stash is bounded in entries, in bytes and per key, so that messages naming one
-// unknown key cannot fill it; over a bound it evicts oldest first (over the per-key
-// bound, the key's oldest). Entries carry a round and expire by round. Nothing in it is
-// trusted: it holds bytes no check has passed.
+// unknown key cannot fill it. Every entry is charged to its source, the neighbour that
+// forwarded it (never an author: messages have none, and nothing about the content is
+// decided by it). Over the entry or byte bound the stash evicts the oldest entry of the
+// source holding the most entries, so one neighbour flooding shards that name bundles
+// nobody has (which cost nothing to make) only displaces its own entries, and every
+// neighbour keeps a fair share; over the per-key bound it evicts that key's oldest entry.
+// Entries carry a round and expire by round. Nothing in it is trusted: it holds bytes no
+// check has passed.
 //
 // The round loop that fills and drains it comes with the node's round loop; until then
 // only tests use it. A Stash is safe for concurrent use: validators run on gossipsub's
@@ -24,10 +29,11 @@ import (
 type Stash struct {
 	cfg StashConfig
 
-	mu    sync.Mutex
-	order *list.List                 // of *stashEntry, oldest first
-	byKey map[string][]*list.Element // each key's entries, oldest first
-	bytes int
+	mu       sync.Mutex
+	order    *list.List                 // of *stashEntry, oldest first
+	byKey    map[string][]*list.Element // each key's entries, oldest first
+	bySource map[string][]*list.Element // each source's entries, oldest first
+	bytes    int
 }
 
 // StashConfig bounds a Stash. Zero fields take the defaults.
@@ -38,9 +44,9 @@ type StashConfig struct {
 }
 
 type stashEntry struct {
-	key   string
-	round uint64
-	data  []byte
+	key, source string
+	round       uint64
+	data        []byte
 }
 
 // NewStash returns an empty stash with cfg's bounds.
@@ -55,13 +61,13 @@ func NewStash(cfg StashConfig) *Stash {
 		cfg.PerKey = 64
 	}
 	cfg.PerKey = min(cfg.PerKey, cfg.MaxEntries)
-	return &Stash{cfg: cfg, order: list.New(), byKey: make(map[string][]*list.Element)}
+	return &Stash{cfg: cfg, order: list.New(), byKey: make(map[string][]*list.Element), bySource: make(map[string][]*list.Element)}
 }
 
-// Put keeps a copy of data, waiting on key, for round. It evicts older entries to stay
-// within the bounds, and reports false (keeping nothing) when data alone is over the
-// byte bound.
-func (s *Stash) Put(key string, round uint64, data []byte) bool {
+// Put keeps a copy of data, waiting on key, for round, charged to source (the forwarding
+// neighbour). It evicts entries to stay within the bounds (see Stash), and reports false
+// (keeping nothing) when data alone is over the byte bound.
+func (s *Stash) Put(source, key string, round uint64, data []byte) bool {
 	if len(data) > s.cfg.MaxBytes {
 		return false
 	}
@@ -71,10 +77,11 @@ func (s *Stash) Put(key string, round uint64, data []byte) bool {
 		s.remove(ks[0])
 	}
 	for s.order.Len() >= s.cfg.MaxEntries || s.bytes+len(data) > s.cfg.MaxBytes {
-		s.remove(s.order.Front())
+		s.remove(s.heaviest(source, len(data), s.order.Len() < s.cfg.MaxEntries))
 	}
-	e := s.order.PushBack(&stashEntry{key: key, round: round, data: slices.Clone(data)})
+	e := s.order.PushBack(&stashEntry{key: key, source: source, round: round, data: slices.Clone(data)})
 	s.byKey[key] = append(s.byKey[key], e)
+	s.bySource[source] = append(s.bySource[source], e)
 	s.bytes += len(data)
 	return true
 }
@@ -116,14 +123,52 @@ func (s *Stash) Len() (entries, bytes int) {
 	return s.order.Len(), s.bytes
 }
 
-// remove drops one entry from the order and from its key's list. s.mu is held.
+// heaviest returns the oldest entry of the source with the largest load, counting the
+// entry of n bytes that incoming (its source) is about to add: the load is bytes when
+// byBytes (the byte bound is what is over), else entries. Ties go to the source whose
+// oldest entry is oldest. s.mu is held and the stash is not empty.
+func (s *Stash) heaviest(incoming string, n int, byBytes bool) *list.Element {
+	var best *list.Element
+	bestLoad := -1
+	for e := s.order.Front(); e != nil; e = e.Next() {
+		src := e.Value.(*stashEntry).source
+		es := s.bySource[src]
+		if es[0] != e { // visit each source once, at its oldest entry
+			continue
+		}
+		load := len(es)
+		if byBytes {
+			load = 0
+			for _, x := range es {
+				load += len(x.Value.(*stashEntry).data)
+			}
+		}
+		if src == incoming && byBytes {
+			load += n
+		} else if src == incoming {
+			load++
+		}
+		if load > bestLoad {
+			best, bestLoad = e, load
+		}
+	}
+	return best
+}
+
+// remove drops one entry from the order and from its key's and source's lists. s.mu is
+// held.
 func (s *Stash) remove(e *list.Element) {
 	se := s.order.Remove(e).(*stashEntry)
 	s.bytes -= len(se.data)
-	ks := slices.DeleteFunc(s.byKey[se.key], func(x *list.Element) bool { return x == e })
-	if len(ks) == 0 {
-		delete(s.byKey, se.key)
+	dropElement(s.byKey, se.key, e)
+	dropElement(s.bySource, se.source, e)
+}
+
+func dropElement(m map[string][]*list.Element, k string, e *list.Element) {
+	es := slices.DeleteFunc(m[k], func(x *list.Element) bool { return x == e })
+	if len(es) == 0 {
+		delete(m, k)
 	} else {
-		s.byKey[se.key] = ks
+		m[k] = es
 	}
 }

@@ -52,7 +52,7 @@ func TestStash(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := NewStash(c.cfg)
 			for _, p := range c.puts {
-				s.Put(p.key, p.round, []byte(p.data))
+				s.Put("n1", p.key, p.round, []byte(p.data))
 			}
 			if c.expire != 0 {
 				s.Expire(c.expire)
@@ -74,7 +74,7 @@ func TestStash(t *testing.T) {
 func TestStashCopiesData(t *testing.T) {
 	s := NewStash(StashConfig{})
 	d := []byte("abc")
-	s.Put("k", 1, d)
+	s.Put("n1", "k", 1, d)
 	d[0] = 'x'
 	if got := s.Take("k"); string(got[0]) != "abc" {
 		t.Fatalf("stash kept the caller's slice: %q", got[0])
@@ -88,9 +88,9 @@ func TestStashCopiesData(t *testing.T) {
 func TestStashFloodStaysBounded(t *testing.T) {
 	cfg := StashConfig{MaxEntries: 100, MaxBytes: 10_000, PerKey: 10}
 	s := NewStash(cfg)
-	s.Put("honest", 5, []byte("shard"))
+	s.Put("n1", "honest", 5, []byte("shard"))
 	for i := range 10_000 {
-		s.Put("flood", uint64(i), make([]byte, 1+i%300))
+		s.Put("n1", "flood", uint64(i), make([]byte, 1+i%300))
 		n, b := s.Len()
 		if n > cfg.MaxEntries || b > cfg.MaxBytes {
 			t.Fatalf("after %d puts: %d entries, %d bytes; bounds %d, %d", i+1, n, b, cfg.MaxEntries, cfg.MaxBytes)
@@ -103,7 +103,7 @@ func TestStashFloodStaysBounded(t *testing.T) {
 		t.Fatalf("one key's flood evicted another key's entry: %q", got)
 	}
 	for i := range 10_000 {
-		s.Put(fmt.Sprint("key", i), uint64(i), make([]byte, 1+i%300))
+		s.Put("n1", fmt.Sprint("key", i), uint64(i), make([]byte, 1+i%300))
 		if n, b := s.Len(); n > cfg.MaxEntries || b > cfg.MaxBytes {
 			t.Fatalf("after %d puts of distinct keys: %d entries, %d bytes", i+1, n, b)
 		}
@@ -119,5 +119,56 @@ func TestStashFloodStaysBounded(t *testing.T) {
 	}
 	if len(s.byKey) != 0 {
 		t.Fatalf("%d keys left in the index", len(s.byKey))
+	}
+}
+
+// TestStashNotFlushedByJunkUnderFreshKeys: shards naming bundles nobody has cost nothing to
+// make, so a neighbour can send any number under fresh keys. Charged to that neighbour,
+// they displace only its own entries: an honest shard forwarded by another neighbour
+// waits for its bundle, whether the flood is counted in entries or in bytes.
+func TestStashNotFlushedByJunkUnderFreshKeys(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		junk []byte
+	}{{"many small", []byte("x")}, {"large", make([]byte, 60<<10)}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewStash(StashConfig{MaxEntries: 1024, MaxBytes: 1 << 20})
+			s.Put("honest-neighbour", "honest-bundle", 1, []byte("shard"))
+			for i := range 4096 {
+				s.Put("junk-neighbour", fmt.Sprint("junk-", i), 1, c.junk)
+			}
+			if got := s.Take("honest-bundle"); len(got) != 1 {
+				t.Fatalf("after 4096 junk messages under fresh keys from one neighbour, the honest shard is gone (%d kept)", len(got))
+			}
+			if n, b := s.Len(); n == 0 || n > 1024 || b > 1<<20 {
+				t.Fatalf("%d entries, %d bytes: the junk neighbour should hold what is left, within bounds", n, b)
+			}
+		})
+	}
+}
+
+// TestStashSharesFairlyBetweenNeighbours: with several neighbours flooding, each keeps
+// about an equal share, and one that sends little keeps all of it.
+func TestStashSharesFairlyBetweenNeighbours(t *testing.T) {
+	s := NewStash(StashConfig{MaxEntries: 100})
+	for i := range 3 {
+		s.Put("quiet", fmt.Sprint("q", i), 1, []byte("shard"))
+	}
+	for i := range 1000 {
+		for _, src := range []string{"flood-a", "flood-b", "flood-c"} {
+			s.Put(src, fmt.Sprint(src, i), 1, []byte("junk"))
+		}
+	}
+	counts := map[string]int{}
+	for _, es := range s.bySource {
+		counts[es[0].Value.(*stashEntry).source] = len(es)
+	}
+	if counts["quiet"] != 3 {
+		t.Fatalf("the quiet neighbour keeps %d of its 3 entries: %v", counts["quiet"], counts)
+	}
+	for _, src := range []string{"flood-a", "flood-b", "flood-c"} {
+		if c := counts[src]; c < 31 || c > 33 {
+			t.Errorf("%s holds %d entries, want about a third of the 97 left: %v", src, c, counts)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/p2p"
@@ -112,8 +114,8 @@ func (w wire) scope(network, run string) (p2p.Result, string) {
 // (bundle verified, shard signature by the attested key, content, round window). It is
 // the seam for the round loop, which does not exist yet: today every node, and always a
 // bootstrap node, runs the wire checks alone. A fullCheck must not block: what it cannot
-// decide yet it keeps (see stash) and answers Ignore.
-type fullCheck func(ctx context.Context, data []byte) (p2p.Result, string)
+// decide yet it keeps (see Stash, charged to forwarder) and answers Ignore.
+type fullCheck func(ctx context.Context, forwarder peer.ID, data []byte) (p2p.Result, string)
 
 // validators builds the gossip validator of every topic kind: the wire check, then the
 // full check of the kind if full has one, counting each result by kind and reason.
@@ -121,10 +123,10 @@ func validators(w wire, full map[string]fullCheck, met *gossipMetrics) map[strin
 	out := make(map[string]p2p.Validator, len(p2p.Kinds))
 	for kind, check := range w.checks() {
 		next := full[kind]
-		out[kind] = func(ctx context.Context, data []byte) p2p.Result {
+		out[kind] = func(ctx context.Context, forwarder peer.ID, data []byte) p2p.Result {
 			r, reason := check(data)
 			if r == p2p.Accept && next != nil {
-				r, reason = next(ctx, data)
+				r, reason = next(ctx, forwarder, data)
 			}
 			met.counted(kind, r, reason)
 			return r

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/p2p/p2ptest"
 )
@@ -28,7 +30,7 @@ func TestRepublishedPayloadNotCensored(t *testing.T) {
 	payload := []byte("signed by " + author.ID().String() + ": shard bytes")
 
 	var checked atomic.Int64
-	check := func(_ context.Context, data []byte) p2p.Result {
+	check := func(_ context.Context, _ peer.ID, data []byte) p2p.Result {
 		checked.Add(1)
 		if !strings.HasPrefix(string(data), "signed by "+author.ID().String()+":") {
 			return p2p.Reject // the payload's own signature does not verify
@@ -109,7 +111,7 @@ func TestIgnoredMessageNeverDeliveredAgain(t *testing.T) {
 	author, receiver := s.Hosts[0], s.Hosts[1]
 	var decidable atomic.Bool
 	var ignored atomic.Int64
-	err = receiver.SetValidator(p2p.KindShards, func(context.Context, []byte) p2p.Result {
+	err = receiver.SetValidator(p2p.KindShards, func(context.Context, peer.ID, []byte) p2p.Result {
 		if !decidable.Load() {
 			ignored.Add(1)
 			return p2p.Ignore

@@ -51,11 +51,13 @@ func (r Result) pubsub() pubsub.ValidationResult {
 }
 
 // Validator decides on a gossip message from its bytes alone. Messages carry no author
-// (see the package doc), so a validator never learns who published or forwarded a
-// message, and cannot be made to judge the same bytes differently by who sent them.
-// It runs concurrently for different messages, must be safe for concurrent use, must
-// respect ctx, and must not keep data after it returns.
-type Validator func(ctx context.Context, data []byte) Result
+// (see the package doc), so a validator never learns who published a message, and must not
+// judge the same bytes differently by who sent them. forwarder is the neighbour that
+// delivered this copy (the host itself for its own publishes): it is there for accounting
+// only, such as charging a message kept for later to the neighbour that sent it, never for
+// the verdict. A validator runs concurrently for different messages, must be safe for
+// concurrent use, must respect ctx, and must not keep data after it returns.
+type Validator func(ctx context.Context, forwarder peer.ID, data []byte) Result
 
 // topic is one joined topic and its current validator.
 type topic struct {
@@ -129,8 +131,8 @@ func (h *Host) join(kind string) error {
 	v := h.cfg.Validators[kind]
 	tp.val.Store(&v)
 	name := TopicName(h.cfg.Network, h.cfg.Run, kind)
-	val := func(ctx context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		return (*tp.val.Load())(ctx, m.GetData()).pubsub()
+	val := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		return (*tp.val.Load())(ctx, from, m.GetData()).pubsub()
 	}
 	if err := h.ps.RegisterTopicValidator(name, pubsub.ValidatorEx(val)); err != nil {
 		return fmt.Errorf("registering %s validator: %w", kind, err)

@@ -126,7 +126,7 @@ func TestValidatorReject(t *testing.T) {
 	defer cancel()
 	a, b := pair(t, ctx)
 	seen := make(chan string, 4)
-	err := b.SetValidator(p2p.KindEvidence, func(_ context.Context, data []byte) p2p.Result {
+	err := b.SetValidator(p2p.KindEvidence, func(_ context.Context, _ peer.ID, data []byte) p2p.Result {
 		seen <- string(data)
 		if strings.HasPrefix(string(data), "bad") {
 			return p2p.Reject

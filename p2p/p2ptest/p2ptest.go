@@ -59,7 +59,7 @@ func Config(key crypto.PrivKey) p2p.Config {
 func AcceptAll() map[string]p2p.Validator {
 	m := make(map[string]p2p.Validator, len(p2p.Kinds))
 	for _, k := range p2p.Kinds {
-		m[k] = func(context.Context, []byte) p2p.Result { return p2p.Accept }
+		m[k] = func(context.Context, peer.ID, []byte) p2p.Result { return p2p.Accept }
 	}
 	return m
 }
