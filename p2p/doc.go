@@ -35,8 +35,9 @@
 // Messages carry no author, sequence number or signature (gossipsub's StrictNoSign
 // with no author; a message that carries one is dropped), and the message ID is the
 // SHA-256 of the payload. Whoever publishes some bytes first, the bytes are one
-// message, so validators decide on the bytes alone (Validator gets the forwarding neighbour for accounting only, never an author): a
-// verdict that depended on the publisher would let anyone who republishes an honest
+// message, so validators decide on the bytes alone (a Validator is told the forwarding
+// neighbour, for accounting only, never an author): a verdict that depended on the
+// publisher would let anyone who republishes an honest
 // payload under its own key get it rejected, and the honest copy then dropped as a
 // duplicate. What is signed is inside the payload and checked by the caller.
 //
