@@ -2,6 +2,8 @@ package configs
 
 import (
 	"errors"
+	"math"
+	"strings"
 	"testing"
 )
 
@@ -13,7 +15,8 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		}
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
-	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.7 || empty.Outer.Momentum != 0.9 {
+	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0.5 ||
+		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm {
 		t.Fatalf("filled %+v, %v", empty, err)
 	}
 	cases := []struct {
@@ -31,6 +34,10 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"aggregation.trim", func(s *TrainingSpec) { s.Aggregation.Trim = 0.5 }},
 		{"compression.feedback_decay", func(s *TrainingSpec) { s.Compression.FeedbackDecay = 1.5 }},
 		{"outer.start", func(s *TrainingSpec) { s.Outer.Start = "lazy" }},
+		{"outer.delay", func(s *TrainingSpec) { s.Outer.Delay = ptr(2) }},
+		{"outer.start", func(s *TrainingSpec) { s.Outer.Start, s.Outer.Delay = StartEager, ptr(0) }},
+		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
+		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
 	}
 	for _, c := range cases {
 		s := DefaultTrainingSpec()
@@ -52,5 +59,29 @@ func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	s.Outer.Start, s.Compression.FeedbackDecay = StartEager, 0.95
 	if err := s.validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An outer section that sets only the delay keeps it and takes the rest from the defaults;
+// delay 0 is a setting, not a missing value.
+func TestTrainingSpecDelayZeroKept(t *testing.T) {
+	s := TrainingSpec{Task: TaskSynthetic, Outer: OuterOptSpec{Delay: ptr(0)}}
+	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.35 || s.Outer.Momentum != 0.5 {
+		t.Fatalf("filled %+v: %v", s.Outer, err)
+	}
+}
+
+// Bad delay and norm bound in a file are named with the file, the line and the key.
+func TestTrainingSpecDelayAndNormErrorsNameLine(t *testing.T) {
+	head := "version = 1\nname = \"x\"\nrun = \"r\"\n"
+	for _, tc := range []struct{ body, key string }{
+		{"[training.outer]\nlr = 0.3\ndelay = 2\n", "training.outer.delay"},
+		{"[training.compression]\nmax_norm = -5.0\n", "training.compression.max_norm"},
+	} {
+		_, err := ParseSpec("spec.toml", []byte(head+tc.body))
+		var ke *KeyError
+		if !errors.As(err, &ke) || ke.Key != tc.key || ke.File != "spec.toml" || ke.Line != strings.Count(head+tc.body, "\n") {
+			t.Errorf("%q: got %v, want %s at spec.toml:%d", tc.body, err, tc.key, strings.Count(head+tc.body, "\n"))
+		}
 	}
 }
