@@ -1,0 +1,141 @@
+package node
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/aggregate"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
+)
+
+// The tasks' data shapes, which the spec does not carry: each is fixed by the task's name.
+const (
+	// CharLMVocab is the network's character model vocabulary: every byte value, a token
+	// being the byte itself, so that the model's shapes (and θ_0) follow from the spec
+	// alone, whatever text a node trains on.
+	CharLMVocab = 256
+	// FMNISTPixels and FMNISTClasses are Fashion-MNIST's image size and label count.
+	FMNISTPixels, FMNISTClasses = 28 * 28, 10
+	// SyntheticDim and SyntheticClasses are the synthetic task's features and labels.
+	SyntheticDim, SyntheticClasses = 8, 4
+)
+
+// Params is what a network spec means to the pure packages, derived in one place so that
+// every node, offline replay and the bench build the same model, round configuration,
+// content check and ledger from the same spec. Build it with NewParams; it is read-only
+// afterwards and safe for concurrent use. Callers must not modify its maps and slices.
+type Params struct {
+	// Training is the spec's training section (defaults filled by validation).
+	Training configs.TrainingSpec
+	// Shapes is the shape of every model tensor, by name.
+	Shapes map[string][]int
+	// Limits bound what a shard of this network may declare: the spec's shard byte cap, the
+	// model's tensor count and size, the spec's highest rank.
+	Limits compress.Limits
+	// MaxNorm bounds the L2 norm of what one shard reconstructs to.
+	MaxNorm float64
+	// Ledger and Genesis are the ledger's parameters and genesis state.
+	Ledger  incentives.Params
+	Genesis incentives.Genesis
+	// Checker checks evidence with the spec's policy and time base and CheckContent.
+	Checker *incentives.Checker
+
+	round round.Config
+}
+
+// NewParams derives a network's Params from its spec, which must have been validated
+// (configs.LoadSpec and ParseSpec do). It builds the initial model once to learn its shapes.
+func NewParams(s *configs.Spec) (*Params, error) {
+	p := &Params{Training: s.Training, MaxNorm: s.Training.Compression.MaxNorm}
+	if !(p.MaxNorm > 0) {
+		return nil, &configs.KeyError{Key: "training.compression.max_norm", Err: fmt.Errorf("%v is not positive", p.MaxNorm)}
+	}
+	m, err := p.NewModel()
+	if err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
+	p.Shapes = make(map[string][]int)
+	for _, t := range m.Params() {
+		p.Shapes[t.Name] = t.Shape
+	}
+	c := s.Training.Compression
+	p.Limits = compress.Limits{MaxBytes: c.MaxShardBytes, MaxTensors: len(p.Shapes),
+		MaxElements: training.NumParams(m.Params()), MaxRank: c.RankMax}
+	if p.round, err = roundTemplate(s.Training); err != nil {
+		return nil, err
+	}
+	if p.Ledger, p.Genesis, err = store.ParamsFromSpec(s.Incentives); err != nil {
+		return nil, err
+	}
+	if p.Checker, err = store.CheckerFromSpec(s, p.CheckContent); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// roundTemplate is the round configuration the spec fixes: everything but Self and Weight.
+func roundTemplate(t configs.TrainingSpec) (round.Config, error) {
+	c, a := t.Compression, t.Aggregation
+	rc := round.Config{
+		Delay: t.Outer.Delayed(), OuterLR: t.Outer.LR, Momentum: t.Outer.Momentum,
+		StartPoint: t.Outer.Start, MaxNorm: c.MaxNorm,
+		Compress: compress.Config{RankMin: c.RankMin, RankMax: c.RankMax, EnergyTarget: c.EnergyTarget,
+			PowerIters: c.PowerIters, BlockSize: c.BlockSize, MinLowRank: c.MinLowRank,
+			MaxShardBytes: c.MaxShardBytes, DenseBits: c.DenseBits, FeedbackDecay: c.FeedbackDecay, Seed: t.Seed},
+		Aggregate: aggregate.Config{Method: aggregate.Method(a.Method), Trim: a.Trim, Tau: a.Tau, Iters: a.Iters},
+	}
+	if err := rc.Compress.Validate(); err != nil {
+		return rc, &configs.KeyError{Key: "training.compression", Err: err}
+	}
+	if err := rc.Aggregate.Validate(); err != nil {
+		return rc, &configs.KeyError{Key: "training.aggregation", Err: err}
+	}
+	return rc, nil
+}
+
+// NewModel builds the network's initial model θ_0: the task's model with the spec's sizes,
+// its weights drawn from the spec's seed. Every call returns a new model with the same
+// weights.
+func (p *Params) NewModel() (training.Model, error) {
+	t := &p.Training
+	rng := rand.New(rand.NewPCG(t.Seed, 0))
+	switch t.Task {
+	case configs.TaskCharLM:
+		return training.NewCharLM(training.CharLMSize{Vocab: CharLMVocab, Context: t.Context, Embed: t.Embed, Hidden: t.Hidden}, rng)
+	case configs.TaskFMNIST:
+		return training.NewClassifier(FMNISTPixels, t.Hidden, FMNISTClasses, rng)
+	case configs.TaskSynthetic:
+		return training.NewClassifier(SyntheticDim, t.Hidden, SyntheticClasses, rng)
+	}
+	return nil, fmt.Errorf("unknown task %q", t.Task)
+}
+
+// Initial is the round state a network starts from: round 0, θ_0, no outer momentum.
+func (p *Params) Initial() (round.State, error) {
+	m, err := p.NewModel()
+	if err != nil {
+		return round.State{}, err
+	}
+	return round.State{Params: training.Snapshot(m.Params())}, nil
+}
+
+// CheckContent is the content check of a shard payload (compress.CheckShard with the
+// model's shapes, the spec's norm bound and the network's limits). Deterministic: the node's
+// validators and every evidence check, live or replayed, give the same verdict.
+func (p *Params) CheckContent(payload []byte) error {
+	return compress.CheckShard(payload, p.Shapes, p.MaxNorm, p.Limits)
+}
+
+// RoundConfig is the round configuration of the node self whose own contribution counts
+// with weight. The rest comes from the spec; the codec's warm-start seed is the spec's
+// seed, which a node may vary (it changes only its own encoding).
+func (p *Params) RoundConfig(self string, weight float64) round.Config {
+	rc := p.round
+	rc.Self, rc.Weight = self, weight
+	return rc
+}

@@ -1,0 +1,193 @@
+package node
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/compress"
+)
+
+// specFor is a validated spec of the default recipe of task.
+func specFor(t *testing.T, task string) *configs.Spec {
+	t.Helper()
+	s := &configs.Spec{Version: configs.SpecVersion, Name: "testnet", Run: "r1", Training: configs.DefaultTrainingSpecFor(task)}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustParams(t *testing.T, s *configs.Spec) *Params {
+	t.Helper()
+	p, err := NewParams(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// thetaBits is θ_0 of p as the bits of its values, in order.
+func thetaBits(t *testing.T, p *Params) []uint64 {
+	t.Helper()
+	st, err := p.Initial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := training.Flatten(st.Params)
+	out := make([]uint64, len(flat))
+	for i, v := range flat {
+		out[i] = math.Float64bits(v)
+	}
+	return out
+}
+
+// TestParamsDeterministic: one spec gives one θ_0 (bit for bit), one set of shapes and
+// limits and one round configuration; another seed gives another θ_0.
+func TestParamsDeterministic(t *testing.T) {
+	s := specFor(t, configs.TaskSynthetic)
+	a, b := mustParams(t, s), mustParams(t, specFor(t, configs.TaskSynthetic))
+	if !reflect.DeepEqual(thetaBits(t, a), thetaBits(t, b)) {
+		t.Fatal("the same spec gave two initial models")
+	}
+	if !reflect.DeepEqual(a.Shapes, b.Shapes) || a.Limits != b.Limits || !reflect.DeepEqual(a.RoundConfig("p", 1), b.RoundConfig("p", 1)) {
+		t.Fatalf("the same spec gave two configurations: %+v %+v", a.RoundConfig("p", 1), b.RoundConfig("p", 1))
+	}
+	rc := a.RoundConfig("p", 2)
+	tr := s.Training
+	if rc.Self != "p" || rc.Weight != 2 || rc.Delay != 1 || rc.OuterLR != tr.Outer.LR || rc.Momentum != tr.Outer.Momentum ||
+		rc.MaxNorm != tr.Compression.MaxNorm || rc.Compress.RankMax != tr.Compression.RankMax || string(rc.Aggregate.Method) != tr.Aggregation.Method {
+		t.Fatalf("round config %+v does not follow the spec %+v", rc, tr)
+	}
+	s.Training.Seed++
+	if reflect.DeepEqual(thetaBits(t, a), thetaBits(t, mustParams(t, s))) {
+		t.Fatal("another seed gave the same initial model")
+	}
+}
+
+// realDelta runs one inner step of the spec's optimizer from θ_0 on a random batch and
+// returns θ_0 − θ_1, scaled by scale.
+func realDelta(t *testing.T, p *Params, scale float64) []compress.Tensor {
+	t.Helper()
+	m, err := p.NewModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta0 := training.Snapshot(m.Params())
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := training.Batch{N: 4}
+	switch p.Training.Task {
+	case configs.TaskCharLM:
+		for range b.N * p.Training.Context {
+			b.Tokens = append(b.Tokens, rng.IntN(CharLMVocab))
+		}
+		for range b.N {
+			b.Y = append(b.Y, rng.IntN(CharLMVocab))
+		}
+	default:
+		in, classes := SyntheticDim, SyntheticClasses
+		if p.Training.Task == configs.TaskFMNIST {
+			in, classes = FMNISTPixels, FMNISTClasses
+		}
+		for range b.N * in {
+			b.X = append(b.X, rng.Float64())
+		}
+		for range b.N {
+			b.Y = append(b.Y, rng.IntN(classes))
+		}
+	}
+	in := training.Inner{Model: m, Opt: training.NewAdamW(p.Training.Inner.WeightDecay),
+		Schedule: training.Schedule{Peak: p.Training.Inner.LR, Min: p.Training.Inner.LR, Total: 1}, Clip: p.Training.Inner.Clip}
+	if err := stepOnce(&in, b); err != nil {
+		t.Fatal(err)
+	}
+	delta, err := training.PseudoGradient(theta0, training.Snapshot(m.Params()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]compress.Tensor, len(delta))
+	for i, d := range delta {
+		for j := range d.Data {
+			d.Data[j] *= scale
+		}
+		out[i] = compress.Tensor{Name: d.Name, Shape: d.Shape, Data: d.Data}
+	}
+	return out
+}
+
+// stepOnce takes one inner step on b.
+func stepOnce(in *training.Inner, b training.Batch) error {
+	d := fixedData{b}
+	bt, err := training.NewBatcher(d, []int{0}, 1, 0)
+	if err != nil {
+		return err
+	}
+	_, err = in.Run(bt, 1)
+	return err
+}
+
+// fixedData is a data set of one sample: the whole batch.
+type fixedData struct{ b training.Batch }
+
+func (d fixedData) Len() int                       { return 1 }
+func (d fixedData) Batch(idx []int) training.Batch { return d.b }
+
+// shardsOf encodes delta with the spec's codec and returns the shards' payloads.
+func shardsOf(t *testing.T, p *Params, delta []compress.Tensor) [][]byte {
+	t.Helper()
+	enc, err := compress.NewEncoder(p.RoundConfig("p", 1).Compress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := enc.Encode(delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := msg.Shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for _, s := range shards {
+		out = append(out, s.Data)
+	}
+	return out
+}
+
+// TestContentCheckAcceptsRealShards: for every task's default recipe, every shard of a real
+// encoded pseudo-gradient passes the network's content check; the same shards fail the
+// check of a model with other shapes, and a pseudo-gradient over the norm bound fails it.
+func TestContentCheckAcceptsRealShards(t *testing.T) {
+	for _, task := range configs.Tasks {
+		t.Run(task, func(t *testing.T) {
+			s := specFor(t, task)
+			p := mustParams(t, s)
+			shards := shardsOf(t, p, realDelta(t, p, 1))
+			for i, sh := range shards {
+				if err := p.CheckContent(sh); err != nil {
+					t.Fatalf("shard %d of %d of an honest pseudo-gradient: %v", i, len(shards), err)
+				}
+			}
+			other := *s
+			other.Training.Hidden = append([]int{}, s.Training.Hidden...)
+			other.Training.Hidden[0]++
+			if err := mustParams(t, &other).CheckContent(shards[0]); !errors.Is(err, compress.ErrShape) {
+				t.Errorf("a shard of another model's shapes: %v, want %v", err, compress.ErrShape)
+			}
+			huge := shardsOf(t, p, realDelta(t, p, 100*p.MaxNorm))
+			refused := 0
+			for _, sh := range huge {
+				if err := p.CheckContent(sh); errors.Is(err, compress.ErrNormTooLarge) {
+					refused++
+				}
+			}
+			if refused == 0 {
+				t.Errorf("no shard of a pseudo-gradient 100 x over the norm bound was refused")
+			}
+		})
+	}
+}
