@@ -131,6 +131,11 @@ func (p *Params) CheckContent(payload []byte) error {
 	return compress.CheckShard(payload, p.Shapes, p.MaxNorm, p.Limits)
 }
 
+// GenesisState is the network's ledger at genesis.
+func (p *Params) GenesisState() (*incentives.State, error) {
+	return incentives.NewState(p.Ledger, p.Genesis)
+}
+
 // RoundConfig is the round configuration of the node self whose own contribution counts
 // with weight. The rest comes from the spec; the codec's warm-start seed is the spec's
 // seed, which a node may vary (it changes only its own encoding).

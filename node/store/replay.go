@@ -13,7 +13,8 @@ import (
 
 // ReplayDir applies the records held in dir (one encoded record per file; other entries
 // and files whose names start with "." are skipped) to genesis in round order, checking
-// evidence with chk, and returns the resulting ledger and the number of records applied.
+// evidence with chk (the network's checker, content check included, as node.NewParams
+// builds it), and returns the resulting ledger and the number of records applied.
 // A missing round, a file that does not decode and a record that does not apply are
 // errors naming the file.
 func ReplayDir(dir string, genesis *incentives.State, chk incentives.EvidenceChecker) (*incentives.State, int, error) {

@@ -61,7 +61,8 @@ func GenesisFromSpec(s configs.IncentivesSpec) (*incentives.State, error) {
 // CheckerFromSpec is the evidence checker of a network: its network ID and run, its
 // attestation policy, and content, the deterministic content check of a shard payload
 // (training/compress.CheckShard with the model's shapes, norm bound and limits; nil refuses
-// all invalid-content evidence). Node and offline replay must build it the same way.
+// all invalid-content evidence). node.NewParams builds it, with that content check, for the
+// node and for offline replay alike.
 //
 // Evidence is timed by the spec's time base, never the clock: a bundle of epoch e is
 // checked at genesis_time + e x epoch_rounds x round_seconds, so a record gives the same
