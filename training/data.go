@@ -17,8 +17,8 @@ type Dataset interface {
 // ErrData reports data that cannot be used: too small, malformed or out of range.
 var ErrData = errors.New("training: bad data")
 
-// sliceChunk is how many consecutive samples NodeSlice deals out at a time.
-const sliceChunk = 64
+// SliceChunk is how many consecutive samples NodeSlice and PeerSlice deal out at a time.
+const SliceChunk = 64
 
 // NodeSlice deals the samples [0, n) to nodes and returns node's share. Samples go out in
 // chunks of consecutive indices; the chunks are shuffled by seed and dealt round-robin, so
@@ -28,15 +28,15 @@ func NodeSlice(n int, seed uint64, node, nodes int) ([]int, error) {
 	if nodes < 1 || node < 0 || node >= nodes {
 		return nil, fmt.Errorf("%w: node %d of %d", ErrData, node, nodes)
 	}
-	chunks := (n + sliceChunk - 1) / sliceChunk
+	chunks := (n + SliceChunk - 1) / SliceChunk
 	if chunks < nodes {
 		return nil, fmt.Errorf("%w: %d samples are too few for %d nodes", ErrData, n, nodes)
 	}
 	perm := rand.New(rand.NewPCG(seed, 0x6e6f6465)).Perm(chunks)
 	var out []int
 	for j := node; j < chunks; j += nodes {
-		lo := perm[j] * sliceChunk
-		for i := lo; i < min(lo+sliceChunk, n); i++ {
+		lo := perm[j] * SliceChunk
+		for i := lo; i < min(lo+SliceChunk, n); i++ {
 			out = append(out, i)
 		}
 	}

@@ -23,8 +23,11 @@
 // NewCorpus reads a text, builds a byte-level vocabulary and splits it into a training part
 // and a held-out tail. ReadIDX parses IDX files (sizes checked before allocation) and
 // NewImageData builds a labelled image set from them. NodeSlice deals a data set's samples
-// to nodes in chunks: deterministic from a seed, disjoint between nodes. A Batcher draws
-// shuffled batches from a slice.
+// to a known number of nodes in chunks: deterministic from a seed, disjoint between nodes.
+// PeerSlice gives a peer of a permissionless network its slice with no node count: a share
+// of the chunks ranked by a hash of the seed and the peer's ID, which anyone re-derives;
+// two peers' slices overlap as two random choices do. A Batcher draws shuffled batches from
+// a slice.
 //
 // # One round of DiLoCo
 //
