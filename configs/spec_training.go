@@ -42,7 +42,17 @@ type TrainingSpec struct {
 	Outer       OuterOptSpec    `toml:"outer" cbor:"9,keyasint"`
 	Compression CompressionSpec `toml:"compression" cbor:"10,keyasint"`
 	Aggregation AggregationSpec `toml:"aggregation" cbor:"11,keyasint"`
+
+	// SliceFraction is the share of the training set each peer trains on, in (0, 1]: its
+	// slice is that fraction of the data's chunks, chosen by a hash of the seed and its peer
+	// ID (training.PeerSlice). 0 means DefaultSliceFraction.
+	SliceFraction float64 `toml:"slice_fraction" cbor:"12,keyasint,omitempty"`
 }
+
+// DefaultSliceFraction is the slice fraction of a spec that sets none. A peer holds and
+// trains on a quarter of the data; two peers share a quarter of their slices in
+// expectation; 4 peers cover 68% of the data set (1 − 0.75⁴), 16 peers 99%.
+const DefaultSliceFraction = 0.25
 
 // InnerOptSpec is the inner optimizer: AdamW, gradient clipping, warmup + cosine schedule.
 type InnerOptSpec struct {
@@ -127,10 +137,11 @@ func DefaultTrainingSpec() TrainingSpec {
 	return TrainingSpec{
 		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{768, 768},
 		BatchSize: 32, InnerSteps: 25,
-		Inner:       InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
-		Outer:       OuterOptSpec{LR: 0.35, Momentum: 0.5, Start: StartGlobal, Delay: ptr(DefaultDelay)},
-		Compression: CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4, FeedbackDecay: 1, MaxNorm: DefaultMaxNorm},
-		Aggregation: AggregationSpec{Method: "mean"},
+		Inner:         InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
+		Outer:         OuterOptSpec{LR: 0.35, Momentum: 0.5, Start: StartGlobal, Delay: ptr(DefaultDelay)},
+		Compression:   CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4, FeedbackDecay: 1, MaxNorm: DefaultMaxNorm},
+		Aggregation:   AggregationSpec{Method: "mean"},
+		SliceFraction: DefaultSliceFraction,
 	}
 }
 
@@ -199,6 +210,9 @@ func (t *TrainingSpec) fill() {
 	if t.Outer.Start == "" {
 		t.Outer.Start = StartGlobal
 	}
+	if t.SliceFraction == 0 {
+		t.SliceFraction = DefaultSliceFraction
+	}
 	if t.Aggregation == (AggregationSpec{}) {
 		t.Aggregation = d.Aggregation
 	}
@@ -232,6 +246,9 @@ func (t *TrainingSpec) validate() error {
 	}
 	if t.InnerSteps < 1 || t.InnerSteps > 1<<20 {
 		return keyErr("inner_steps", "%d not in [1, 1048576]", t.InnerSteps)
+	}
+	if !(t.SliceFraction > 0 && t.SliceFraction <= 1) {
+		return keyErr("slice_fraction", "%v not in (0, 1]", t.SliceFraction)
 	}
 	for _, sub := range []struct {
 		key string

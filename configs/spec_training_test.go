@@ -16,7 +16,7 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
 	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0.5 ||
-		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm {
+		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction {
 		t.Fatalf("filled %+v, %v", empty, err)
 	}
 	cases := []struct {
@@ -38,6 +38,9 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.start", func(s *TrainingSpec) { s.Outer.Start, s.Outer.Delay = StartEager, ptr(0) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
+		{"slice_fraction", func(s *TrainingSpec) { s.SliceFraction = 1.5 }},
+		{"slice_fraction", func(s *TrainingSpec) { s.SliceFraction = -0.25 }},
+		{"slice_fraction", func(s *TrainingSpec) { s.SliceFraction = math.NaN() }},
 	}
 	for _, c := range cases {
 		s := DefaultTrainingSpec()
@@ -71,12 +74,14 @@ func TestTrainingSpecDelayZeroKept(t *testing.T) {
 	}
 }
 
-// Bad delay and norm bound in a file are named with the file, the line and the key.
-func TestTrainingSpecDelayAndNormErrorsNameLine(t *testing.T) {
+// Bad delay, norm bound and slice fraction in a file are named with the file, the line and
+// the key.
+func TestTrainingSpecDelayNormSliceErrorsNameLine(t *testing.T) {
 	head := "version = 1\nname = \"x\"\nrun = \"r\"\n"
 	for _, tc := range []struct{ body, key string }{
 		{"[training.outer]\nlr = 0.3\ndelay = 2\n", "training.outer.delay"},
 		{"[training.compression]\nmax_norm = -5.0\n", "training.compression.max_norm"},
+		{"[training]\ntask = \"synthetic\"\nslice_fraction = 2.0\n", "training.slice_fraction"},
 	} {
 		_, err := ParseSpec("spec.toml", []byte(head+tc.body))
 		var ke *KeyError

@@ -11,6 +11,7 @@ import (
 	"github.com/lowband/lowband/training/aggregate"
 	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
+	"github.com/lowband/lowband/verify"
 )
 
 // The tasks' data shapes, which the spec does not carry: each is fixed by the task's name.
@@ -129,6 +130,18 @@ func (p *Params) Initial() (round.State, error) {
 // validators and every evidence check, live or replayed, give the same verdict.
 func (p *Params) CheckContent(payload []byte) error {
 	return compress.CheckShard(payload, p.Shapes, p.MaxNorm, p.Limits)
+}
+
+// Slice is the samples of the task's training set, of n samples, that the peer with the
+// given ID trains on: training.PeerSlice of the spec's seed and slice fraction, keyed by the
+// peer ID in its canonical text form (verify.ParsePeerID), so that one peer has one slice
+// and anyone with the spec and the data set re-derives it. n comes from the caller, which
+// loads the data set. Errors: a peer ID that is not canonical, or training.ErrData.
+func (p *Params) Slice(peer string, n int) ([]int, error) {
+	if err := verify.CheckPeerID(peer); err != nil {
+		return nil, fmt.Errorf("data slice: %w", err)
+	}
+	return training.PeerSlice(n, p.Training.Seed, peer, p.Training.SliceFraction)
 }
 
 // GenesisState is the network's ledger at genesis.

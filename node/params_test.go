@@ -5,9 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
 )
@@ -189,5 +193,50 @@ func TestContentCheckAcceptsRealShards(t *testing.T) {
 				t.Errorf("no shard of a pseudo-gradient 100 x over the norm bound was refused")
 			}
 		})
+	}
+}
+
+// TestParamsSliceFromSpecAndPeerID: a peer's slice is training.PeerSlice of the spec's seed
+// and slice fraction and the peer's canonical ID; anyone with the spec re-derives it; the
+// spec's fraction sets its size; an ID that is not a canonical peer ID is refused.
+func TestParamsSliceFromSpecAndPeerID(t *testing.T) {
+	const n = 50_000
+	s := specFor(t, configs.TaskSynthetic)
+	p, id := mustParams(t, s), incentivestest.PeerID("alice")
+	got, err := p.Slice(id, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := training.PeerSlice(n, s.Training.Seed, id, configs.DefaultSliceFraction)
+	if !slices.Equal(got, want) {
+		t.Fatal("slice is not PeerSlice of the spec's seed and fraction")
+	}
+	if again, _ := mustParams(t, specFor(t, configs.TaskSynthetic)).Slice(id, n); !slices.Equal(got, again) {
+		t.Fatal("another party with the same spec derived another slice")
+	}
+	if other, _ := p.Slice(incentivestest.PeerID("bob"), n); slices.Equal(got, other) {
+		t.Fatal("two peers got the same slice")
+	}
+	s.Training.SliceFraction = 0.5
+	half, _ := mustParams(t, s).Slice(id, n)
+	if len(half) < len(got)*3/2 || len(half) > n*3/5 {
+		t.Fatalf("fraction 0.5 gave %d samples of %d, fraction %v gave %d", len(half), n, configs.DefaultSliceFraction, len(got))
+	}
+	for _, i := range got {
+		if _, ok := slices.BinarySearch(half, i); !ok {
+			t.Fatalf("sample %d of the smaller slice is not in the larger one", i)
+		}
+	}
+	pid, err := peer.Decode(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"", "alice", peer.ToCid(pid).String()} {
+		if _, err := p.Slice(bad, n); err == nil {
+			t.Errorf("peer %q accepted", bad)
+		}
+	}
+	if _, err := p.Slice(id, 0); !errors.Is(err, training.ErrData) {
+		t.Errorf("empty data set: %v, want ErrData", err)
 	}
 }
