@@ -30,6 +30,7 @@ type Spec struct {
 	Attest     AttestSpec     `toml:"attest" cbor:"11,keyasint"`
 	Incentives IncentivesSpec `toml:"incentives" cbor:"12,keyasint"`
 	Time       TimeSpec       `toml:"time" cbor:"13,keyasint"`
+	Round      RoundSpec      `toml:"round" cbor:"14,keyasint"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -61,6 +62,9 @@ func (s *Spec) Validate() error {
 	}
 	if err := s.Time.validate(); err != nil {
 		return prefixKey("time", err)
+	}
+	if err := s.Round.validate(); err != nil {
+		return prefixKey("round", err)
 	}
 	return nil
 }

@@ -3,9 +3,11 @@ package node
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/aggregate"
@@ -45,6 +47,9 @@ type Params struct {
 	Genesis incentives.Genesis
 	// Checker checks evidence with the spec's policy and time base and CheckContent.
 	Checker *incentives.Checker
+	// Deadline is when a round may close: the spec's quorum fraction and deadline bounds
+	// and k; the window of observations takes core's defaults.
+	Deadline core.DeadlineConfig
 
 	round round.Config
 }
@@ -76,7 +81,20 @@ func NewParams(s *configs.Spec) (*Params, error) {
 	if p.Checker, err = store.CheckerFromSpec(s, p.CheckContent); err != nil {
 		return nil, err
 	}
+	if p.Deadline, err = deadlineConfig(s.Round); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// deadlineConfig is the round-closing rule of the spec, checked by core (defaults filled).
+func deadlineConfig(r configs.RoundSpec) (core.DeadlineConfig, error) {
+	secs := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	d, err := core.NewDeadline(core.DeadlineConfig{Quorum: r.Quorum, Min: secs(r.DeadlineMin), Max: secs(r.DeadlineMax), K: r.DeadlineK})
+	if err != nil {
+		return core.DeadlineConfig{}, &configs.KeyError{Key: "round", Err: err}
+	}
+	return d.Config(), nil
 }
 
 // roundTemplate is the round configuration the spec fixes: everything but Self and Weight.

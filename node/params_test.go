@@ -7,11 +7,13 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
 )
@@ -238,5 +240,26 @@ func TestParamsSliceFromSpecAndPeerID(t *testing.T) {
 	}
 	if _, err := p.Slice(id, 0); !errors.Is(err, training.ErrData) {
 		t.Errorf("empty data set: %v, want ErrData", err)
+	}
+}
+
+// TestParamsDeadlineFromSpec: the round-closing rule comes from the spec's [round] section,
+// in seconds, and a rule core cannot use is an error naming the section.
+func TestParamsDeadlineFromSpec(t *testing.T) {
+	s := specFor(t, configs.TaskSynthetic)
+	s.Round = configs.RoundSpec{Quorum: 0.8, DeadlineMin: 0.5, DeadlineMax: 90, DeadlineK: 2}
+	d := mustParams(t, s).Deadline
+	if d.Quorum != 0.8 || d.Min != 500*time.Millisecond || d.Max != 90*time.Second || d.K != 2 ||
+		d.Window != core.DefaultWindow || d.MinObservations != core.DefaultMinObservations {
+		t.Fatalf("deadline config %+v", d)
+	}
+	def := mustParams(t, specFor(t, configs.TaskSynthetic)).Deadline
+	if def.Quorum != configs.DefaultQuorum || def.Max != time.Duration(configs.DefaultDeadlineMax)*time.Second {
+		t.Fatalf("default deadline config %+v", def)
+	}
+	s.Round.DeadlineMin = 1e-12 // rounds to no duration at all
+	var ke *configs.KeyError
+	if _, err := NewParams(s); !errors.As(err, &ke) || ke.Key != "round" || !errors.Is(err, core.ErrConfig) {
+		t.Fatalf("unusable rule: got %v", err)
 	}
 }
