@@ -17,7 +17,7 @@ import (
 // payload first. The receiver must still deliver the author's payload: the message ID
 // is the content hash, so the attacker's copy and the author's are one message, and a
 // verdict that depended on who published it (the old "sender is not the signer" check
-// on a gossipsub author) would censor the author. Validators see bytes only.
+// on a gossipsub author) would censor the author. Validators decide on bytes only.
 func TestRepublishedPayloadNotCensored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
