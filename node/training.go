@@ -1,15 +1,23 @@
 package node
 
 import (
+	"context"
+	"crypto/ed25519"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/attest"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
@@ -89,4 +97,73 @@ func denseBytes(ts []training.Tensor) int64 {
 		n += int64(len(t.Data))
 	}
 	return 4 * n
+}
+
+// startTraining builds the node's training before its host starts (the validators feed the
+// loop from the first message): the loop's edges reach the host through n once it exists.
+func (n *Node) startTraining(key crypto.PrivKey, reg prometheus.Registerer) error {
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	prod, err := attest.NewProducer(n.opts.Config.Attest, n.opts.Home.Dir)
+	if err != nil {
+		return fmt.Errorf("attestation producer: %w", err)
+	}
+	deps := loopDeps{
+		commit:  n.ledger.commit,
+		publish: func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) },
+		attest: func(ctx context.Context, epoch uint64) (core.Signer, error) {
+			return attestEpoch(ctx, prod, n.opts.Spec, key, epoch, n.host)
+		},
+	}
+	g := gauges{
+		bandwidth: func() (int64, int64) { return n.host.Bandwidth() },
+		verifyCPU: func() time.Duration { return 0 },
+		stash:     func() int { return 0 },
+	}
+	n.train, err = newTraining(n.opts.Spec, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
+	return err
+}
+
+// attestEpoch makes the node's bundle for an epoch with a fresh ephemeral key and
+// publishes it on the attest topic.
+func attestEpoch(ctx context.Context, prod attest.Producer, s *configs.Spec, key crypto.PrivKey, epoch uint64, h *p2p.Host) (core.Signer, error) {
+	pub, priv, err := ed25519.GenerateKey(crand.Reader)
+	if err != nil {
+		return core.Signer{}, err
+	}
+	b, err := attest.Attest(ctx, prod, s.NetworkID(), s.Run, key, epoch, pub)
+	if err != nil {
+		return core.Signer{}, err
+	}
+	data, err := b.Marshal()
+	if err != nil {
+		return core.Signer{}, err
+	}
+	if err := h.Publish(ctx, p2p.KindAttest, data); err != nil {
+		return core.Signer{}, fmt.Errorf("publishing the bundle of epoch %d: %w", epoch, err)
+	}
+	return core.Signer{Key: priv, Bundle: data, BundleHash: b.Hash()}, nil
+}
+
+// subscribe joins the topics the node needs as a subscriber, so that gossipsub puts it in
+// their meshes. What they deliver has passed the validators, which fed the loop already:
+// the subscriptions are drained until ctx ends.
+func (n *Node) subscribe(ctx context.Context) error {
+	for _, kind := range p2p.Kinds {
+		sub, err := n.host.Subscribe(kind)
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer sub.Cancel()
+			for {
+				if _, err := sub.Next(ctx); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	return nil
 }
