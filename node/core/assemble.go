@@ -62,6 +62,9 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 	if h.Network != c.cfg.Network || h.Run != c.cfg.Run {
 		return Ready{}, fmt.Errorf("core: shard of network %q run %q", h.Network, h.Run)
 	}
+	if err := verify.CheckPeerID(h.Peer); err != nil {
+		return Ready{}, fmt.Errorf("core: shard: %w", err)
+	}
 	r := h.Round
 	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
 		return Ready{}, nil
@@ -176,11 +179,12 @@ func sameHeader(a, b *verify.ShardHeader) bool {
 
 // maxShardsFor bounds the shard count of one contribution to a model of n values in k
 // tensors: the shards of a message (packed greedily, so two consecutive shards hold more
-// than the smallest shard cap) of 8 bytes per value, with room for each tensor's framing.
+// than the smallest shard cap) of 8 bytes per value, with room for each tensor's framing,
+// and at most what a record lists for one contribution (incentives.MaxShardsPerContribution).
 // An honest compressed contribution needs far fewer.
 func maxShardsFor(n, k int) uint32 {
 	budget := compress.MinShardBytes / 2
-	return uint32(min(2*(8*n+1024*k)/budget+2, verify.MaxShardCount))
+	return uint32(min(2*(8*n+1024*k)/budget+2, incentives.MaxShardsPerContribution))
 }
 
 // wants lists the slots still missing for round r: the missing indexes of the peers whose

@@ -216,6 +216,9 @@ func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Read
 
 // signOwn signs and publishes the shards of this node's contribution.
 func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
+	if len(out.Shards) > incentives.MaxShardsPerContribution {
+		return fmt.Errorf("core: round %d: %d shards, a record lists at most %d (raise the shard byte cap)", out.Round, len(out.Shards), incentives.MaxShardsPerContribution)
+	}
 	o := &ownRound{done: now}
 	for _, sh := range out.Shards {
 		h := verify.ShardHeader{
