@@ -55,13 +55,10 @@ type held struct {
 // count drop the contribution too (that is no offence anyone can prove from one header).
 // When all of a peer's shards are in, they are decoded and joined into its contribution.
 func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, error) {
-	if s == nil {
-		return Ready{}, fmt.Errorf("core: nil shard")
+	if err := c.checkShard(s); err != nil {
+		return Ready{}, err
 	}
 	h := &s.Header
-	if h.Network != c.cfg.Network || h.Run != c.cfg.Run {
-		return Ready{}, fmt.Errorf("core: shard of network %q run %q", h.Network, h.Run)
-	}
 	r := h.Round
 	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
 		return Ready{}, nil
@@ -75,6 +72,24 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 		return Ready{}, err
 	}
 	return c.tryClose(now, rd)
+}
+
+// checkShard refuses what no validator passes, so that nothing below trips over it.
+func (c *Core) checkShard(s *verify.Shard) error {
+	if s == nil {
+		return fmt.Errorf("%w: nil", ErrShard)
+	}
+	h := &s.Header
+	switch {
+	case h.Network != c.cfg.Network || h.Run != c.cfg.Run:
+		return fmt.Errorf("%w: network %q run %q", ErrShard, h.Network, h.Run)
+	case h.Count == 0 || h.Index >= h.Count:
+		return fmt.Errorf("%w: index %d of %d", ErrShard, h.Index, h.Count)
+	}
+	if err := verify.CheckPeerID(h.Peer); err != nil {
+		return fmt.Errorf("%w: %w", ErrShard, err)
+	}
+	return nil
 }
 
 // assembly returns peer's assembly for round r, making it if there is room.
@@ -176,11 +191,12 @@ func sameHeader(a, b *verify.ShardHeader) bool {
 
 // maxShardsFor bounds the shard count of one contribution to a model of n values in k
 // tensors: the shards of a message (packed greedily, so two consecutive shards hold more
-// than the smallest shard cap) of 8 bytes per value, with room for each tensor's framing.
+// than the smallest shard cap) of 8 bytes per value, with room for each tensor's framing,
+// and at most what a record lists for one contribution (incentives.MaxShardsPerContribution).
 // An honest compressed contribution needs far fewer.
 func maxShardsFor(n, k int) uint32 {
 	budget := compress.MinShardBytes / 2
-	return uint32(min(2*(8*n+1024*k)/budget+2, verify.MaxShardCount))
+	return uint32(min(2*(8*n+1024*k)/budget+2, incentives.MaxShardsPerContribution))
 }
 
 // wants lists the slots still missing for round r: the missing indexes of the peers whose

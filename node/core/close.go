@@ -71,7 +71,9 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if err != nil {
 		return Ready{}, fmt.Errorf("core: closing round %d: %w", r, err)
 	}
-	rejected[ReasonDecode] += len(mr.Closed.Rejected)
+	if n := len(mr.Closed.Rejected); n > 0 {
+		rejected[ReasonDecode] += n
+	}
 	modelRoot := c.m.State().Root()
 	contribs := make([]incentives.Contribution, 0, len(mr.Closed.Included))
 	for _, p := range mr.Closed.Included {
@@ -145,10 +147,7 @@ func (c *Core) weights(r uint64) (map[string]float64, map[string]int) {
 	slices.SortFunc(in, func(a, b string) int {
 		return cmp.Or(cmp.Compare(c.ledger.Power(b), c.ledger.Power(a)), cmp.Compare(a, b))
 	})
-	if len(in) > incentives.MaxContributions {
-		rejected[ReasonCap] += len(in) - incentives.MaxContributions
-		in = in[:incentives.MaxContributions]
-	}
+	in = c.capped(r, in, rejected)
 	weights := make(map[string]float64, len(in))
 	for _, p := range in {
 		weights[p] = 1
@@ -157,6 +156,47 @@ func (c *Core) weights(r uint64) (map[string]float64, map[string]int) {
 		}
 	}
 	return weights, rejected
+}
+
+// capped keeps the first contributions of in (in priority order) that a record can list:
+// at most incentives.MaxContributions, whose encoding fits incentives.MaxContributionsSize.
+// The rest are counted under ReasonCap.
+func (c *Core) capped(r uint64, in []string, rejected map[string]int) []string {
+	size := 9 // the list's header
+	for i, p := range in {
+		size += contributionSize(p, c.cids(r, p))
+		if i == incentives.MaxContributions || size > incentives.MaxContributionsSize {
+			rejected[ReasonCap] += len(in) - i
+			return in[:i]
+		}
+	}
+	return in
+}
+
+// contributionSize is the encoded size of one entry of a record's inclusion list
+// (incentives.Contribution in canonical CBOR): a map of two small keys, the peer as a text
+// string and the CIDs as a list of byte strings.
+func contributionSize(peer string, cids [][]byte) int {
+	n := 1 + 1 + cborHead(len(peer)) + len(peer) + 1 + cborHead(len(cids))
+	for _, c := range cids {
+		n += cborHead(len(c)) + len(c)
+	}
+	return n
+}
+
+// cborHead is the size of a CBOR item head carrying the length n.
+func cborHead(n int) int {
+	switch {
+	case n < 24:
+		return 1
+	case n < 1<<8:
+		return 2
+	case n < 1<<16:
+		return 3
+	case n < 1<<32:
+		return 5
+	}
+	return 9
 }
 
 // cids returns the payload CIDs of peer's contribution to round r, sorted.

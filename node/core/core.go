@@ -27,6 +27,10 @@ const DefaultMaxPendingEvidence = 1024
 // contribution, so it does not make one.
 var ErrNoSigner = errors.New("core: no signer for the node's contribution")
 
+// ErrShard is returned (wrapped) by Shard for a shard that no validator passes: nil, of
+// another network or run, or with a peer ID or index out of form.
+var ErrShard = errors.New("core: shard out of form")
+
 // Config sets up a Core. Every field but Self and Round.Self comes from the network's params.
 type Config struct {
 	Self         string       // this node's canonical peer ID
@@ -116,7 +120,6 @@ type Core struct {
 	signer   *Signer
 
 	nextClose, nextLocal uint64
-	finished             bool
 	maxShards            uint32 // bound on a contribution's shard count (maxShardsFor)
 	rounds               map[uint64]*roundIn
 	own                  map[uint64]*ownRound // own contributions of open rounds
@@ -216,6 +219,9 @@ func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Read
 
 // signOwn signs and publishes the shards of this node's contribution.
 func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
+	if len(out.Shards) > incentives.MaxShardsPerContribution {
+		return fmt.Errorf("core: round %d: %d shards, a record lists at most %d (raise the shard byte cap)", out.Round, len(out.Shards), incentives.MaxShardsPerContribution)
+	}
 	o := &ownRound{done: now}
 	for _, sh := range out.Shards {
 		h := verify.ShardHeader{
@@ -241,6 +247,9 @@ func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
 // Evidence adds evidence that decoded and passed the checker to what the next record
 // includes. Evidence already pending is ignored.
 func (c *Core) Evidence(e *incentives.Evidence) (Ready, error) {
+	if e == nil {
+		return Ready{}, errors.New("core: nil evidence")
+	}
 	c.addEvidence(*e)
 	return Ready{}, nil
 }
@@ -282,7 +291,6 @@ func (c *Core) Tick(now time.Time) (Ready, error) { return c.tryClose(now, Ready
 // Tick without waiting for it.
 func (c *Core) Finish() {
 	c.m.Finish()
-	c.finished = true
 	c.blocked = time.Time{}
 }
 
