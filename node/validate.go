@@ -27,8 +27,10 @@ const (
 const shardEnvelope = 4 << 10
 
 // wireCheck is one topic's check on the bytes alone, needing no model, ledger or
-// verifier: pure, cheapest check first. It returns the result and one of the reasons.
-type wireCheck func(data []byte) (p2p.Result, string)
+// verifier: pure, cheapest check first. It returns what it decoded (a *verify.Shard,
+// *verify.Bundle, *incentives.Record or *incentives.Evidence; nil when refused), the
+// result and one of the reasons.
+type wireCheck func(data []byte) (any, p2p.Result, string)
 
 // wire holds what the wire checks compare against: the network spec's IDs and limits.
 type wire struct {
@@ -50,53 +52,67 @@ func (w wire) checks() map[string]wireCheck {
 	}
 }
 
-func (w wire) shard(data []byte) (p2p.Result, string) {
-	if len(data) > min(p2p.MaxMessageSize, w.maxPayload+shardEnvelope) {
-		return p2p.Reject, reasonSize
+// shardCap is the largest shard encoding the node takes, by gossip or fetch.
+func (w wire) shardCap() int { return min(p2p.MaxMessageSize, w.maxPayload+shardEnvelope) }
+
+func (w wire) shard(data []byte) (any, p2p.Result, string) {
+	if len(data) > w.shardCap() {
+		return nil, p2p.Reject, reasonSize
 	}
 	s, err := verify.UnmarshalShard(data, w.maxPayload)
 	if err != nil {
-		return p2p.Reject, reasonDecode
+		return nil, p2p.Reject, reasonDecode
 	}
-	return w.scope(s.Header.Network, s.Header.Run)
+	return scoped(s)(w.scope(s.Header.Network, s.Header.Run))
 }
 
-func (w wire) bundle(data []byte) (p2p.Result, string) {
+func (w wire) bundle(data []byte) (any, p2p.Result, string) {
 	if len(data) > verify.MaxBundleSize {
-		return p2p.Reject, reasonSize
+		return nil, p2p.Reject, reasonSize
 	}
 	b, err := verify.UnmarshalBundle(data)
 	if err != nil {
-		return p2p.Reject, reasonDecode
+		return nil, p2p.Reject, reasonDecode
 	}
-	return w.scope(b.Network, b.Run)
+	return scoped(b)(w.scope(b.Network, b.Run))
 }
 
 // record checks a commit record. Records name no network or run: the topic does.
-func record(data []byte) (p2p.Result, string) {
+func record(data []byte) (any, p2p.Result, string) {
 	if len(data) > min(p2p.MaxMessageSize, incentives.MaxRecordSize) {
-		return p2p.Reject, reasonSize
+		return nil, p2p.Reject, reasonSize
 	}
-	if _, err := incentives.DecodeRecord(data); err != nil {
-		return p2p.Reject, reasonDecode
+	r, err := incentives.DecodeRecord(data)
+	if err != nil {
+		return nil, p2p.Reject, reasonDecode
 	}
-	return p2p.Accept, reasonOK
+	return r, p2p.Accept, reasonOK
 }
 
-func (w wire) evidence(data []byte) (p2p.Result, string) {
+func (w wire) evidence(data []byte) (any, p2p.Result, string) {
 	if len(data) > min(p2p.MaxMessageSize, incentives.MaxEvidenceSize) {
-		return p2p.Reject, reasonSize
+		return nil, p2p.Reject, reasonSize
 	}
 	e, err := incentives.DecodeEvidence(data)
 	if err != nil {
-		return p2p.Reject, reasonDecode
+		return nil, p2p.Reject, reasonDecode
 	}
 	for _, h := range e.Headers {
 		if r, reason := w.scope(h.Header.Network, h.Header.Run); r != p2p.Accept {
-			return r, reason
+			return nil, r, reason
 		}
 	}
-	return p2p.Accept, reasonOK
+	return e, p2p.Accept, reasonOK
+}
+
+// scoped returns obj with a scope verdict, or nil when the verdict is not Accept.
+func scoped(obj any) func(p2p.Result, string) (any, p2p.Result, string) {
+	return func(r p2p.Result, reason string) (any, p2p.Result, string) {
+		if r != p2p.Accept {
+			return nil, r, reason
+		}
+		return obj, r, reason
+	}
 }
 
 // scope accepts what was signed for this network and run.
@@ -113,9 +129,9 @@ func (w wire) scope(network, run string) (p2p.Result, string) {
 // fullCheck is the check that follows a passed wire check and needs the node's state
 // (bundle verified, shard signature by the attested key, content, round window). It is
 // the seam for the round loop, which does not exist yet: today every node, and always a
-// bootstrap node, runs the wire checks alone. A fullCheck must not block: what it cannot
-// decide yet it keeps (see Stash, charged to forwarder) and answers Ignore.
-type fullCheck func(ctx context.Context, forwarder peer.ID, data []byte) (p2p.Result, string)
+// bootstrap node, runs the wire checks alone. obj is what the wire check decoded. A fullCheck must not block: what it cannot decide yet it keeps (see Stash,
+// charged to forwarder) and answers Ignore.
+type fullCheck func(ctx context.Context, forwarder peer.ID, data []byte, obj any) (p2p.Result, string)
 
 // validators builds the gossip validator of every topic kind: the wire check, then the
 // full check of the kind if full has one, counting each result by kind and reason.
@@ -124,9 +140,9 @@ func validators(w wire, full map[string]fullCheck, met *gossipMetrics) map[strin
 	for kind, check := range w.checks() {
 		next := full[kind]
 		out[kind] = func(ctx context.Context, forwarder peer.ID, data []byte) p2p.Result {
-			r, reason := check(data)
+			obj, r, reason := check(data)
 			if r == p2p.Accept && next != nil {
-				r, reason = next(ctx, forwarder, data)
+				r, reason = next(ctx, forwarder, data, obj)
 			}
 			met.counted(kind, r, reason)
 			return r
