@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
@@ -241,4 +242,61 @@ func (l *lru[V]) put(k [32]byte, v V) {
 		l.order.Remove(last)
 		delete(l.byKey, last.Value.(*lruEntry[V]).key)
 	}
+}
+
+// bundle is the attest topic's full check: a bundle not held yet is verified (CPU heavy:
+// only when a verification slot is free), held, and the shards waiting on it drained.
+func (f *fullChecks) bundle(_ context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
+	if f.reg.bundle(obj.(*verify.Bundle).Hash()) == nil && fwd != f.cfg.Self {
+		if !f.tryHeavy() {
+			return p2p.Ignore, reasonBusy
+		}
+		defer f.releaseHeavy()
+	}
+	return f.addBundle(data)
+}
+
+// addBundle verifies a bundle at the current epoch and holds it, then checks the shards
+// stashed while it was unknown (those under a failing bundle become evidence or are
+// rejected). A bundle out of its epoch window is ignored (late).
+func (f *fullChecks) addBundle(data []byte) (p2p.Result, string) {
+	hb, err := f.reg.add(data, f.view.Load().Epoch)
+	stale := verify.ClassOf(err) == verify.ClassStale
+	if hb != nil && !stale {
+		f.drain(hb.b.Hash())
+	}
+	switch {
+	case err == nil:
+		return p2p.Accept, reasonOK
+	case stale:
+		return p2p.Ignore, reasonLate
+	}
+	return p2p.Reject, reasonBundleInvalid
+}
+
+// drain checks the shards stashed under a bundle hash now that the bundle is held,
+// counting each result as the shards topic's.
+func (f *fullChecks) drain(h [32]byte) {
+	for _, data := range f.stash.Take(string(h[:])) {
+		r, reason := f.recheck(data)
+		f.cfg.Metrics.counted(p2p.KindShards, r, reason)
+	}
+}
+
+// recheck runs every check on a shard's bytes that came other than by gossip (stash,
+// fetch), except that an unknown bundle is not fetched again.
+func (f *fullChecks) recheck(data []byte) (p2p.Result, string) {
+	obj, r, reason := f.cfg.Wire.shard(data)
+	if r != p2p.Accept {
+		return r, reason
+	}
+	s := obj.(*verify.Shard)
+	if r, reason := window(*f.view.Load(), s.Header.Round); r != p2p.Accept {
+		return r, reason
+	}
+	hb, ok := f.reg.get([32]byte(s.Header.BundleHash))
+	if !ok {
+		return p2p.Ignore, reasonBundleUnknown
+	}
+	return f.signed(s, data, hb, false)
 }

@@ -163,3 +163,96 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 	}
 	return data, nil
 }
+
+// wantBundle fetches a bundle from the neighbour that forwarded a shard naming it, off
+// the validator's goroutine: at most one fetch per hash at a time, and none when MaxAsync
+// are in flight (a later shard naming it asks again). The stashed shards are checked when
+// it arrives.
+func (f *fullChecks) wantBundle(h [32]byte, from peer.ID) {
+	if from == f.cfg.Self || f.cfg.Fetch == nil {
+		return
+	}
+	f.mu.Lock()
+	if f.pending[h] {
+		f.mu.Unlock()
+		return
+	}
+	f.pending[h] = true
+	f.mu.Unlock()
+	done := func() {
+		f.mu.Lock()
+		delete(f.pending, h)
+		f.mu.Unlock()
+	}
+	if !f.goAsync(func(ctx context.Context) {
+		defer done()
+		if err := f.fetchBundle(ctx, from, h); err != nil {
+			f.cfg.Log.Debug("fetching bundle", "bundle", fmt.Sprintf("%x", h[:8]), "peer", from.ShortString(), "err", err)
+		}
+	}) {
+		done()
+	}
+}
+
+// fetchBundle asks from for the bundle of hash h and, if it is that bundle, checks and
+// holds it as if it came by gossip (counted as the attest topic's), draining the stash.
+func (f *fullChecks) fetchBundle(ctx context.Context, from peer.ID, h [32]byte) error {
+	data, err := f.cfg.Fetch.fetch(ctx, from, bundleRequest(h))
+	if err != nil {
+		return err
+	}
+	obj, r, reason := f.cfg.Wire.bundle(data)
+	if r == p2p.Accept && obj.(*verify.Bundle).Hash() != h {
+		r, reason = p2p.Reject, reasonDecode // not what was asked for
+	}
+	if r == p2p.Accept {
+		r, reason = f.addBundle(data)
+	}
+	f.cfg.Metrics.counted(p2p.KindAttest, r, reason)
+	if r != p2p.Accept {
+		return fmt.Errorf("fetched bundle: %s %s", r, reason)
+	}
+	return nil
+}
+
+// fetchWant asks peers in turn for the shard of slot k (one missing when a round is
+// about to close) until one sends a shard that passes every check and reaches the loop,
+// fetching its bundle from the same peer when unknown. It blocks: the loop calls it on a
+// goroutine of its own. Each answer is counted as the shards topic's.
+func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) bool {
+	if f.cfg.Fetch == nil {
+		return false
+	}
+	for _, p := range peers {
+		if p == f.cfg.Self || ctx.Err() != nil {
+			continue
+		}
+		data, err := f.cfg.Fetch.fetch(ctx, p, slotRequest(k))
+		if err != nil {
+			continue
+		}
+		r, reason := f.fetchedShard(ctx, p, k, data)
+		f.cfg.Metrics.counted(p2p.KindShards, r, reason)
+		if r == p2p.Accept {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchedShard checks a shard that from sent for slot k.
+func (f *fullChecks) fetchedShard(ctx context.Context, from peer.ID, k slot, data []byte) (p2p.Result, string) {
+	obj, r, reason := f.cfg.Wire.shard(data)
+	if r != p2p.Accept {
+		return r, reason
+	}
+	s := obj.(*verify.Shard)
+	if slotOf(&s.Header) != k {
+		return p2p.Reject, reasonDecode // not what was asked for
+	}
+	h := [32]byte(s.Header.BundleHash)
+	if _, ok := f.reg.get(h); !ok {
+		_ = f.fetchBundle(ctx, from, h)
+	}
+	return f.recheck(data)
+}
