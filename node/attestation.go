@@ -19,17 +19,10 @@ import (
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/attest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/verify"
 )
-
-// signer is the node's ephemeral key of an epoch and its attestation bundle: the fields of
-// core.Signer, which the loop hands to the core.
-type signer struct {
-	Key        ed25519.PrivateKey
-	Bundle     []byte   // the marshalled verify.Bundle
-	BundleHash [32]byte // verify.Bundle.Hash()
-}
 
 // attestor makes the node's own bundle for an epoch, with a fresh ephemeral key, registers
 // it and publishes it on the attest topic. Not safe for concurrent use: the loop calls it
@@ -61,23 +54,23 @@ func newAttestor(cfg configs.AttestConfig, home string, identity crypto.PrivKey,
 // signer. The bundle must verify under the network's policy like anyone's: a node whose
 // own bundle fails learns it here, not from its peers' silence. A publish error is
 // returned with the signer, which is usable: peers also fetch the bundle by hash.
-func (a *attestor) attest(ctx context.Context, epoch uint64) (signer, error) {
+func (a *attestor) attest(ctx context.Context, epoch uint64) (core.Signer, error) {
 	pub, key, err := ed25519.GenerateKey(a.rand)
 	if err != nil {
-		return signer{}, fmt.Errorf("ephemeral key: %w", err)
+		return core.Signer{}, fmt.Errorf("ephemeral key: %w", err)
 	}
 	b, err := attest.Attest(ctx, a.producer, a.network, a.run, a.identity, epoch, pub)
 	if err != nil {
-		return signer{}, err
+		return core.Signer{}, err
 	}
 	data, err := b.Marshal()
 	if err != nil {
-		return signer{}, fmt.Errorf("own bundle: %w", err)
+		return core.Signer{}, fmt.Errorf("own bundle: %w", err)
 	}
 	if _, err := a.reg.add(data, epoch); err != nil {
-		return signer{}, fmt.Errorf("own bundle of epoch %d does not verify under the network's policy: %w", epoch, err)
+		return core.Signer{}, fmt.Errorf("own bundle of epoch %d does not verify under the network's policy: %w", epoch, err)
 	}
-	s := signer{Key: key, Bundle: data, BundleHash: b.Hash()}
+	s := core.Signer{Key: key, Bundle: data, BundleHash: b.Hash()}
 	if err := a.publish(ctx, p2p.KindAttest, data); err != nil {
 		return s, fmt.Errorf("publishing own bundle: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/attest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/verify"
 )
@@ -175,15 +176,6 @@ func validators(w wire, full map[string]fullCheck, met *gossipMetrics) map[strin
 	return out
 }
 
-// roundView is what the full checks read of the round loop's state: the fields of
-// core.View, published by the loop after each event.
-type roundView struct {
-	NextClose uint64 // first open round: shards of earlier rounds are late or replays
-	NextLocal uint64 // round of the local work in progress
-	Window    uint64 // shards may be for rounds up to NextLocal+Window
-	Epoch     uint64 // attestation epoch of NextLocal
-}
-
 // Round window bounds.
 const (
 	// replayAfter: a shard more than this many rounds before the first open round is a
@@ -195,7 +187,7 @@ const (
 )
 
 // window decides a shard's round against the view, cheapest check of all.
-func window(v roundView, round uint64) (p2p.Result, string) {
+func window(v core.View, round uint64) (p2p.Result, string) {
 	switch {
 	case v.NextClose > replayAfter && round < v.NextClose-replayAfter:
 		return p2p.Reject, reasonReplay
@@ -249,7 +241,7 @@ type fullChecks struct {
 	content  *contentStore
 	spent    *cpuMeter
 	evidence *incentives.CheckCache
-	view     atomic.Pointer[roundView]
+	view     atomic.Pointer[core.View]
 	heavy    chan struct{}
 	async    chan struct{}
 
@@ -294,7 +286,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	}
 	f.evidence = incentives.NewCheckCache(cfg.Checker, maxMade)
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	f.view.Store(&roundView{})
+	f.view.Store(&core.View{})
 	return f
 }
 
@@ -305,7 +297,7 @@ func (f *fullChecks) checks() map[string]fullCheck {
 
 // setView publishes the loop's view and drops what it makes useless: stashed shards of
 // closed rounds, content older than keepRounds before the first open round.
-func (f *fullChecks) setView(v roundView) {
+func (f *fullChecks) setView(v core.View) {
 	f.view.Store(&v)
 	f.stash.Expire(v.NextClose)
 	if v.NextClose > keepRounds {

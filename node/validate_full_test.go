@@ -15,6 +15,7 @@ import (
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/verify"
 )
@@ -70,7 +71,7 @@ func newFullTest(t testing.TB, inboxSize int, edit func(*fullConfig)) *fullTest 
 	ft.f = newFullChecks(cfg)
 	t.Cleanup(ft.f.close)
 	ft.vals = validators(cfg.Wire, ft.f.checks(), ft.met)
-	ft.f.setView(roundView{NextClose: 10, NextLocal: 11, Window: 2})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2})
 	return ft
 }
 
@@ -180,7 +181,7 @@ func TestShardWithUnknownBundleStashedThenExpired(t *testing.T) {
 	if n, _ := ft.f.stash.Len(); n != 1 {
 		t.Fatalf("stash holds %d entries, want 1", n)
 	}
-	ft.f.setView(roundView{NextClose: 11, NextLocal: 12, Window: 2})
+	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2})
 	if n, _ := ft.f.stash.Len(); n != 0 {
 		t.Fatalf("stash holds %d entries after the round closed, want 0", n)
 	}
