@@ -224,7 +224,10 @@ func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) boo
 		return false
 	}
 	for _, p := range peers {
-		if p == f.cfg.Self || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		if p == f.cfg.Self {
 			continue
 		}
 		data, err := f.cfg.Fetch.fetch(ctx, p, slotRequest(k))

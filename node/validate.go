@@ -332,24 +332,39 @@ func (f *fullChecks) shard(_ context.Context, fwd peer.ID, data []byte, obj any)
 // signed runs the checks of a shard whose bundle is held, cheapest first: bundle verified
 // for the shard's round, peer, signature, content; then hands it to the loop.
 func (f *fullChecks) signed(s *verify.Shard, data []byte, hb *heldBundle, local bool) (p2p.Result, string) {
-	h := &s.Header
-	v, err := f.reg.verdict(hb, attest.EpochOf(h.Round, f.cfg.Checker.EpochRounds))
-	if err != nil {
-		f.invalidAttestation(hb, s, err)
-		return p2p.Reject, reasonBundleInvalid
+	key, r, reason := f.attestedKey(s, hb)
+	if r != p2p.Accept {
+		return r, reason
 	}
-	if h.Peer != v.PeerID {
-		return p2p.Reject, reasonPeerMismatch
-	}
-	if err := f.checkSignature(s, v.EphemeralKey); err != nil {
+	if err := f.checkSignature(s, key); err != nil {
 		return p2p.Reject, reasonSignature
 	}
+	return f.checked(s, data, hb, local)
+}
+
+// attestedKey is the key that may sign s: that of its bundle hb, verified for the epoch
+// of s's round, when s names hb's peer. A shard under a bundle that fails may be evidence.
+func (f *fullChecks) attestedKey(s *verify.Shard, hb *heldBundle) (ed25519.PublicKey, p2p.Result, string) {
+	v, err := f.reg.verdict(hb, attest.EpochOf(s.Header.Round, f.cfg.Checker.EpochRounds))
+	if err != nil {
+		f.invalidAttestation(hb, s, err)
+		return nil, p2p.Reject, reasonBundleInvalid
+	}
+	if s.Header.Peer != v.PeerID {
+		return nil, p2p.Reject, reasonPeerMismatch
+	}
+	return v.EphemeralKey, p2p.Accept, reasonOK
+}
+
+// checked runs the content checks of a shard whose signature verified (failing: evidence)
+// and hands it to the loop, once: not the node's own, not one the loop has had.
+func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local bool) (p2p.Result, string) {
 	if err := f.checkContent(s.Payload); err != nil {
 		f.report(incentives.NewInvalidContent(hb.data, s))
 		return p2p.Reject, reasonContent
 	}
 	if !f.content.put(s, data) || local {
-		return p2p.Accept, reasonOK // the loop has it already, or it is the node's own
+		return p2p.Accept, reasonOK
 	}
 	if !f.cfg.Deliver(shardIn{shard: s, bundle: hb.data, at: f.cfg.Now()}) {
 		f.content.remove(s, data)
@@ -361,6 +376,12 @@ func (f *fullChecks) signed(s *verify.Shard, data []byte, hb *heldBundle, local 
 func (f *fullChecks) checkSignature(s *verify.Shard, key ed25519.PublicKey) error {
 	defer f.spent.since(time.Now())
 	return verify.CheckShardSignature(s, key)
+}
+
+// checkSignatures checks shards' signatures in one batch (verify.CheckShardSignatures).
+func (f *fullChecks) checkSignatures(shards []*verify.Shard, keys []ed25519.PublicKey) []error {
+	defer f.spent.since(time.Now())
+	return verify.CheckShardSignatures(shards, keys)
 }
 
 func (f *fullChecks) checkContent(payload []byte) error {

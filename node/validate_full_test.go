@@ -189,16 +189,19 @@ func TestShardWithUnknownBundleStashedThenExpired(t *testing.T) {
 }
 
 // TestStashedShardDeliveredOnceWhenBundleArrives: the stash is drained when the bundle
-// arrives on the attest topic, and the shard reaches the loop exactly once, however
-// often its bytes come back.
+// arrives on the attest topic (signatures checked in one batch: a forged one among them
+// is refused alone), and the shard reaches the loop exactly once, however often its
+// bytes come back.
 func TestStashedShardDeliveredOnceWhenBundleArrives(t *testing.T) {
 	ft := newFullTest(t, 16, nil)
 	alice := ft.fx.Bundle("alice", "")
 	s := marshalShard(t, ft.fx.Shard("alice", alice, 10, 0, []byte("payload")))
+	forged := signedAs(t, ft.fx, ft.fx.Key("mallory"), alice, "alice", 10, "forged")
 	ft.expect("unknown bundle", p2p.KindShards, s, p2p.Ignore, reasonBundleUnknown)
+	ft.expect("forged, unknown bundle", p2p.KindShards, forged, p2p.Ignore, reasonBundleUnknown)
 	ft.expect("bundle", p2p.KindAttest, alice, p2p.Accept, reasonOK)
-	if ft.count(p2p.KindShards, p2p.Accept, reasonOK) != 1 {
-		t.Fatal("the drained shard was not counted as accepted")
+	if ft.count(p2p.KindShards, p2p.Accept, reasonOK) != 1 || ft.count(p2p.KindShards, p2p.Reject, reasonSignature) != 1 {
+		t.Fatal("the drained shards were not counted: one accepted, one refused (signature)")
 	}
 	if r, _ := ft.f.recheck(s); r != p2p.Accept {
 		t.Fatalf("the same shard again: %v", r)
