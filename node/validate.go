@@ -199,8 +199,10 @@ func window(v core.View, round uint64) (p2p.Result, string) {
 	return p2p.Accept, reasonOK
 }
 
-// fullConfig is what the full checks use. Registry, Stash and Content may be nil (new
-// ones are made); the others must be set, except Fetch (no fetching), Log and Now.
+// fullConfig is what the full checks use. Stash and Content may be nil (new ones are
+// made); the others must be set, except Fetch (no fetching), Log and Now. The full checks
+// make the bundle registry (fullChecks.reg), so that the time spent verifying bundles is
+// counted: the attestor and the fetch server use that one.
 type fullConfig struct {
 	Self peer.ID // this node: its own publishes are checked but not delivered
 	Wire wire
@@ -209,7 +211,6 @@ type fullConfig struct {
 	Checker *incentives.Checker
 	// EvidenceWindow is the ledger's evidence window in rounds (Params.Ledger).
 	EvidenceWindow uint64
-	Registry       *registry
 	Stash          *Stash
 	Content        *contentStore
 	Fetch          *fetchClient
@@ -257,8 +258,12 @@ type fullChecks struct {
 // maxMade bounds the offences remembered; past it they are forgotten at once.
 const maxMade = 4096
 
-// newFullChecks returns the full checks, starting at the zero view; close stops the
-// fetches and publications in flight.
+// newFullChecks returns the full checks, starting at the zero view. The loop wires them
+// in: validators(wire, f.checks(), met) as the host's validators (SetValidator), the fetch
+// server newFetchServer(f.reg, f.content) on p2p.FetchProtocol, newAttestor with f.reg;
+// then f.setView after each event, f.fetchWant for the slots the core wants,
+// f.verifySeconds for the status, and close at the end, which stops the fetches and
+// publications in flight.
 func newFullChecks(cfg fullConfig) *fullChecks {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -272,12 +277,10 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	if cfg.MaxAsync <= 0 {
 		cfg.MaxAsync = 8
 	}
-	f := &fullChecks{cfg: cfg, reg: cfg.Registry, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
+	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync),
 		pending: make(map[[32]byte]bool), made: make(map[incentives.Offence]bool)}
-	if f.reg == nil {
-		f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
-	}
+	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
 		f.stash = NewStash(StashConfig{})
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,6 +93,9 @@ func (ft *fullTest) count(kind string, r p2p.Result, reason string) float64 {
 // expect asserts a verdict and its counter.
 func (ft *fullTest) expect(what, kind string, data []byte, want p2p.Result, reason string) {
 	ft.t.Helper()
+	if !slices.Contains(reasons, reason) {
+		ft.t.Fatalf("%s: reason %q is not in the fixed set", what, reason)
+	}
 	before := ft.count(kind, want, reason)
 	if got := ft.validate(kind, data); got != want {
 		ft.t.Fatalf("%s: got %v, want %v (%s)", what, got, want, reason)
@@ -169,6 +173,9 @@ func TestBadShardsRefusedAndCounted(t *testing.T) {
 	ft.expect("good", p2p.KindShards, good, p2p.Accept, reasonOK)
 	if in := (<-ft.inbox).(shardIn); string(marshalShard(t, in.shard)) != string(good) || string(in.bundle) != string(alice) {
 		t.Fatal("the good shard reached the inbox changed")
+	}
+	if ft.f.verifySeconds() <= 0 {
+		t.Fatal("no verification time measured")
 	}
 }
 
