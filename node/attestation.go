@@ -251,9 +251,10 @@ func (f *fullChecks) bundle(_ context.Context, fwd peer.ID, data []byte, obj any
 
 // addBundle verifies a bundle at the current epoch and holds it, then checks the shards
 // stashed while it was unknown (those under a failing bundle become evidence or are
-// rejected). A bundle out of its epoch window is ignored (late).
+// rejected). A bundle out of its epoch window is ignored (late, or future when ahead).
 func (f *fullChecks) addBundle(data []byte) (p2p.Result, string) {
-	hb, err := f.reg.add(data, f.view.Load().Epoch)
+	epoch := f.view.Load().Epoch
+	hb, err := f.reg.add(data, epoch)
 	stale := verify.ClassOf(err) == verify.ClassStale
 	if hb != nil && !stale {
 		f.drain(hb.b.Hash())
@@ -261,6 +262,8 @@ func (f *fullChecks) addBundle(data []byte) (p2p.Result, string) {
 	switch {
 	case err == nil:
 		return p2p.Accept, reasonOK
+	case stale && hb.b.Epoch > epoch:
+		return p2p.Ignore, reasonFuture
 	case stale:
 		return p2p.Ignore, reasonLate
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -384,5 +385,28 @@ func TestJunkFloodOnEveryTopicBounded(t *testing.T) {
 	ft.inboxEmpty("junk flood")
 	if slow.maxSeen > 4 || ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown) != 400 {
 		t.Fatalf("%d fetches at once (bound 4), %v counted", slow.maxSeen, ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown))
+	}
+}
+
+// TestBundleOutOfItsEpochWindowIgnored: a bundle too old or too far ahead for the
+// current epoch is ignored (it may verify at another epoch), as late or future.
+func TestBundleOutOfItsEpochWindowIgnored(t *testing.T) {
+	ft := newFullTest(t, 16, nil)
+	ft.f.setView(core.View{NextClose: 30, NextLocal: 31, Window: 2, Epoch: 3})
+	root := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	key := ft.fx.Key("alice")
+	for _, c := range []struct {
+		epoch  uint64
+		reason string
+	}{{0, reasonLate}, {5, reasonFuture}} {
+		b, err := verify.NewSimBundle(root, incentivestest.GoodMeasurement, ft.fx.Network, ft.fx.Run, incentivestest.Identity("alice"), c.epoch, key.Public().(ed25519.PublicKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := b.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft.expect(fmt.Sprint("bundle of epoch ", c.epoch), p2p.KindAttest, data, p2p.Ignore, c.reason)
 	}
 }
