@@ -410,3 +410,26 @@ func TestBundleOutOfItsEpochWindowIgnored(t *testing.T) {
 		ft.expect(fmt.Sprint("bundle of epoch ", c.epoch), p2p.KindAttest, data, p2p.Ignore, c.reason)
 	}
 }
+
+// TestOwnEvidenceRetriedAfterBusyInbox: evidence the node made that found the inbox full
+// is not lost to its own loop: the next sighting of the offence delivers it.
+func TestOwnEvidenceRetriedAfterBusyInbox(t *testing.T) {
+	ft := newFullTest(t, 1, nil)
+	alice := ft.fx.Bundle("alice", "")
+	ft.holdBundle(alice)
+	ft.inbox <- "something the loop has not read yet"
+	bad := marshalShard(t, ft.fx.Shard("alice", alice, 10, 0, []byte("bad payload")))
+	ft.expect("bad content, inbox full", p2p.KindShards, bad, p2p.Reject, reasonContent)
+	ft.f.wg.Wait()
+	<-ft.inbox
+	if r, _ := ft.f.recheck(bad); r != p2p.Reject {
+		t.Fatalf("again: %v", r)
+	}
+	ft.f.wg.Wait()
+	if len(ft.inbox) != 1 {
+		t.Fatal("the evidence never reached the loop")
+	}
+	if in, ok := (<-ft.inbox).(evidenceIn); !ok || in.ev.Kind != incentives.KindInvalidContent {
+		t.Fatalf("inbox got %+v", in)
+	}
+}
