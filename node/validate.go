@@ -250,9 +250,10 @@ type fullChecks struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	pending map[[32]byte]bool           // bundles being fetched
-	made    map[incentives.Offence]bool // offences this node made evidence of
+	mu       sync.Mutex
+	pending  map[[32]byte]bool           // bundles being fetched
+	fetching map[peer.ID]int             // bundle fetches in flight by neighbour
+	made     map[incentives.Offence]bool // offences this node made evidence of
 }
 
 // maxMade bounds the offences remembered; past it they are forgotten at once.
@@ -279,7 +280,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync),
-		pending: make(map[[32]byte]bool), made: make(map[incentives.Offence]bool)}
+		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
 		f.stash = NewStash(StashConfig{})

@@ -433,3 +433,56 @@ func TestOwnEvidenceRetriedAfterBusyInbox(t *testing.T) {
 		t.Fatalf("inbox got %+v", in)
 	}
 }
+
+// routedPeers answers fetch requests by peer: a flooder that never answers, or an honest
+// neighbour holding a bundle.
+type routedPeers struct {
+	flooder peer.ID
+	bundle  []byte
+	release chan struct{}
+}
+
+func (p *routedPeers) Request(ctx context.Context, to peer.ID, _ string, _ []byte, _ int) ([]byte, error) {
+	if to == p.flooder {
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}
+	return p.bundle, nil
+}
+
+// TestFetchFloodLeavesRoomForOtherNeighbours: one neighbour forwarding shards under
+// bundles it never serves cannot take every fetch slot: a shard forwarded by another
+// neighbour still gets its bundle fetched and reaches the loop.
+func TestFetchFloodLeavesRoomForOtherNeighbours(t *testing.T) {
+	flooder := peer.ID("flooder")
+	alice := incentivestest.New("net-a", "run-a").Bundle("alice", "")
+	peers := &routedPeers{flooder: flooder, bundle: alice, release: make(chan struct{})}
+	defer close(peers.release)
+	ft := newFullTest(t, 16, func(c *fullConfig) {
+		c.Fetch = &fetchClient{host: peers, maxShard: c.Wire.shardCap(), timeout: time.Minute}
+		c.MaxAsync = 4
+	})
+	key := ft.fx.Key("flooder")
+	for i := range 10 {
+		var bh [32]byte
+		binary.BigEndian.PutUint64(bh[:], uint64(i))
+		h := verify.ShardHeader{Network: ft.fx.Network, Run: ft.fx.Run, Round: 10, Peer: incentivestest.PeerID("flooder"), Count: 1, BundleHash: bh[:]}
+		s, err := verify.SignShard(key, h, []byte("payload"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft.vals[p2p.KindShards](context.Background(), flooder, marshalShard(t, s))
+	}
+	shard := marshalShard(t, ft.fx.Shard("alice", alice, 10, 0, []byte("payload")))
+	if r := ft.vals[p2p.KindShards](context.Background(), neighbor, shard); r != p2p.Ignore {
+		t.Fatalf("shard before its bundle: %v", r)
+	}
+	select {
+	case <-ft.inbox:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the honest neighbour's shard never reached the loop: the flooder holds every fetch slot")
+	}
+}
