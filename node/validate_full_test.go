@@ -10,7 +10,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
@@ -26,6 +25,7 @@ type fullTest struct {
 	fx    *incentivestest.Fixture
 	f     *fullChecks
 	met   *gossipMetrics
+	reg   *prometheus.Registry
 	vals  map[string]p2p.Validator
 	inbox chan any
 
@@ -41,7 +41,8 @@ var (
 func newFullTest(t testing.TB, inboxSize int, edit func(*fullConfig)) *fullTest {
 	ft := &fullTest{t: t, fx: incentivestest.New("net-a", "run-a"), inbox: make(chan any, inboxSize)}
 	var err error
-	if ft.met, err = newGossipMetrics(prometheus.NewRegistry()); err != nil {
+	ft.reg = prometheus.NewRegistry()
+	if ft.met, err = newGossipMetrics(ft.reg); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fullConfig{
@@ -81,11 +82,22 @@ func (ft *fullTest) validate(kind string, data []byte) p2p.Result {
 
 // count is the verdicts counter of kind, result and reason.
 func (ft *fullTest) count(kind string, r p2p.Result, reason string) float64 {
-	var m dto.Metric
-	if err := ft.met.results.WithLabelValues(kind, r.String(), reason).Write(&m); err != nil {
+	mfs, err := ft.reg.Gather()
+	if err != nil {
 		ft.t.Fatal(err)
 	}
-	return m.GetCounter().GetValue()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := make(map[string]string)
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kind && labels["result"] == r.String() && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // expect asserts a verdict and its counter.
