@@ -132,3 +132,38 @@ func TestFetchFloodLeavesRoomForOtherNeighbours(t *testing.T) {
 		t.Fatal("the honest neighbour's shard never reached the loop: the flooder holds every fetch slot")
 	}
 }
+
+// FuzzFullChecks: no bytes on any topic make the full checks panic, and what reaches the
+// loop is an accepted shard or evidence, or evidence the node made from a refused shard,
+// that checks out.
+func FuzzFullChecks(f *testing.F) {
+	ft := newFullTest(f, 4, nil)
+	alice := ft.fx.Bundle("alice", "")
+	ft.holdBundle(alice)
+	f.Add(marshalShard(f, ft.fx.Shard("alice", alice, 10, 0, []byte("payload"))))
+	f.Add(marshalShard(f, ft.fx.Shard("alice", alice, 10, 1, []byte("bad payload"))))
+	f.Add(alice)
+	f.Add(ft.fx.Equivocation("alice", 10, 0, "x").Marshal())
+	f.Add(ft.fx.InvalidContent("alice", 10, 0).Marshal())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, kind := range p2p.Kinds {
+			r := ft.validate(kind, data)
+			ft.f.wg.Wait() // evidence the node made arrives from its own goroutine
+			for len(ft.inbox) > 0 {
+				switch ev := (<-ft.inbox).(type) {
+				case shardIn:
+					if kind != p2p.KindShards || r != p2p.Accept {
+						t.Fatalf("%s: %v, yet a shard reached the loop", kind, r)
+					}
+				case evidenceIn:
+					if !(kind == p2p.KindEvidence && r == p2p.Accept) && !(kind == p2p.KindShards && r == p2p.Reject) {
+						t.Fatalf("%s: %v, yet evidence reached the loop", kind, r)
+					}
+					if _, err := ft.fx.Checker().Check(ev.ev); err != nil {
+						t.Fatalf("%s: evidence that does not check out reached the loop: %v", kind, err)
+					}
+				}
+			}
+		}
+	})
+}
