@@ -194,7 +194,10 @@ func (c *Core) Start(now time.Time) (Ready, error) {
 
 // LocalDone reports that local work for round r ended with the parameters local: the
 // contribution is compressed, each shard signed with the Signer and published. It fails
-// without a Signer, before anything changes. The round before may close at once.
+// without a Signer (ErrNoSigner) or for the wrong round (round.ErrOrder), before anything
+// changes; any other error (a contribution of more shards than a record lists: the
+// network's shard byte cap is too small for its model) leaves the Core unusable. The round
+// before may close at once.
 func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Ready, error) {
 	if c.signer == nil || len(c.signer.Key) != ed25519.PrivateKeySize {
 		return Ready{}, ErrNoSigner
