@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lowband/lowband/incentives"
@@ -39,8 +40,8 @@ type Config struct {
 	Deadline     DeadlineConfig
 	Checker      incentives.EvidenceChecker // Params.Checker
 	Limits       compress.Limits            // Params.Limits, to decode shard payloads
-	// MaxPendingEvidence bounds the evidence waiting for a record (0: the default); the
-	// oldest is dropped past it.
+	// MaxPendingEvidence bounds the evidence waiting for a record (0: the default); past
+	// it the oldest item against the peer with the most items pending is dropped.
 	MaxPendingEvidence int
 }
 
@@ -280,11 +281,54 @@ func (c *Core) setPending(es []incentives.Evidence) {
 	c.trimEvidence()
 }
 
+// trimEvidence drops pending evidence past the bound, each time the oldest item against the
+// peer with the most items pending (then the one with the least at stake, then the one
+// whose oldest item is oldest). Any attested key can sign valid evidence against itself
+// without limit (an equivocation per shard index): it pushes out only its own.
 func (c *Core) trimEvidence() {
 	for len(c.pending) > c.cfg.MaxPendingEvidence {
-		delete(c.pendingIDs, c.pending[0].ID())
-		c.pending = c.pending[1:]
+		i := c.evictable()
+		delete(c.pendingIDs, c.pending[i].ID())
+		c.pending = slices.Delete(c.pending, i, i+1)
 	}
+}
+
+// evictable returns the index of the pending item trimEvidence drops.
+func (c *Core) evictable() int {
+	count := map[string]int{}
+	for i := range c.pending {
+		count[accused(&c.pending[i])]++
+	}
+	seen := make(map[string]bool, len(count))
+	best, bestPeer := 0, accused(&c.pending[0])
+	for i := range c.pending {
+		p := accused(&c.pending[i])
+		if seen[p] { // not the peer's oldest item
+			continue
+		}
+		seen[p] = true
+		if n, m := count[p], count[bestPeer]; n > m || n == m && c.atStake(p) < c.atStake(bestPeer) {
+			best, bestPeer = i, p
+		}
+	}
+	return best
+}
+
+// accused is the peer evidence is about: every kind names it in its signed headers.
+func accused(e *incentives.Evidence) string {
+	if len(e.Headers) == 0 {
+		return ""
+	}
+	return e.Headers[0].Header.Peer
+}
+
+// atStake is what peer holds in the ledger in force, stake plus balance (saturated).
+func (c *Core) atStake(peer string) uint64 {
+	a := c.ledger.Account(peer)
+	if s := a.Stake + a.Balance; s >= a.Stake {
+		return s
+	}
+	return ^uint64(0)
 }
 
 // Tick closes the next round when the deadline allows it.
