@@ -48,8 +48,8 @@ type held struct {
 // attested key of the header's peer, content) with its signer's marshalled bundle.
 //
 // Shards are held per (round, peer) by index. A shard for a closed round, for a round past
-// View's window, of this node, or of a new peer when incentives.MaxContributions peers
-// already sent shards for the round, is ignored. A second, different shard for a slot
+// View's window, of this node, or of a new peer without voting power when
+// incentives.MaxContributions peers already sent shards for the round, is ignored. A second, different shard for a slot
 // already held is equivocation: the evidence is published once and kept for the next
 // record, and the peer's contribution to the round is dropped. Shards disagreeing on their
 // count drop the contribution too (that is no offence anyone can prove from one header).
@@ -92,7 +92,9 @@ func (c *Core) checkShard(s *verify.Shard) error {
 	return nil
 }
 
-// assembly returns peer's assembly for round r, making it if there is room.
+// assembly returns peer's assembly for round r, making it if there is room: past
+// incentives.MaxContributions peers, only for peers with voting power (at most the ledger's
+// accounts), whom the inclusion list takes first anyway.
 func (c *Core) assembly(r uint64, peer string) *assembly {
 	ri := c.rounds[r]
 	if ri == nil {
@@ -101,7 +103,7 @@ func (c *Core) assembly(r uint64, peer string) *assembly {
 	}
 	a := ri.peers[peer]
 	if a == nil {
-		if len(ri.peers) >= incentives.MaxContributions {
+		if len(ri.peers) >= incentives.MaxContributions && c.ledger.Power(peer) == 0 {
 			return nil
 		}
 		a = &assembly{slots: map[uint32]held{}}
