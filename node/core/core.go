@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/lowband/lowband/incentives"
@@ -21,8 +20,11 @@ const (
 	KindEvidence = "evidence"
 )
 
-// DefaultMaxPendingEvidence is Config.MaxPendingEvidence when it is 0.
-const DefaultMaxPendingEvidence = 1024
+// Defaults of Config's bounds on the evidence waiting for a record.
+const (
+	DefaultMaxPendingEvidence      = 1024
+	DefaultMaxPendingEvidenceBytes = 64 << 20
+)
 
 // ErrNoSigner is returned by LocalDone when no Signer was set: the node cannot sign its
 // contribution, so it does not make one.
@@ -40,9 +42,11 @@ type Config struct {
 	Deadline     DeadlineConfig
 	Checker      incentives.EvidenceChecker // Params.Checker
 	Limits       compress.Limits            // Params.Limits, to decode shard payloads
-	// MaxPendingEvidence bounds the evidence waiting for a record (0: the default); past
-	// it the oldest item against the peer with the most items pending is dropped.
-	MaxPendingEvidence int
+	// MaxPendingEvidence and MaxPendingEvidenceBytes bound the evidence waiting for a
+	// record, in items and in encoded bytes (0: the defaults); past them the oldest item
+	// against the peer with the most bytes pending is dropped.
+	MaxPendingEvidence      int
+	MaxPendingEvidenceBytes int
 }
 
 // Signer is the node's ephemeral key for the current epoch and its attestation bundle.
@@ -125,7 +129,9 @@ type Core struct {
 	rounds               map[uint64]*roundIn
 	own                  map[uint64]*ownRound // own contributions of open rounds
 	pending              []incentives.Evidence
+	pendingMeta          []pendingMeta // of each pending item, in the same order
 	pendingIDs           map[incentives.ID]struct{}
+	pendingBytes         int
 	blocked              time.Time // when local work began waiting for a close (zero: not waiting)
 }
 
@@ -156,6 +162,9 @@ func New(cfg Config, st round.State, ledger *incentives.State) (*Core, error) {
 	}
 	if cfg.MaxPendingEvidence <= 0 {
 		cfg.MaxPendingEvidence = DefaultMaxPendingEvidence
+	}
+	if cfg.MaxPendingEvidenceBytes <= 0 {
+		cfg.MaxPendingEvidenceBytes = DefaultMaxPendingEvidenceBytes
 	}
 	if cfg.Round.Window == 0 {
 		cfg.Round.Window = 1
@@ -246,89 +255,6 @@ func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
 	}
 	c.own[out.Round] = o
 	return nil
-}
-
-// Evidence adds evidence that decoded and passed the checker to what the next record
-// includes. Evidence already pending is ignored.
-func (c *Core) Evidence(e *incentives.Evidence) (Ready, error) {
-	if e == nil {
-		return Ready{}, errors.New("core: nil evidence")
-	}
-	c.addEvidence(*e)
-	return Ready{}, nil
-}
-
-// addEvidence adds e to the pending evidence unless it is there already, dropping the oldest
-// past the bound. It reports whether e was added.
-func (c *Core) addEvidence(e incentives.Evidence) bool {
-	id := e.ID()
-	if _, dup := c.pendingIDs[id]; dup {
-		return false
-	}
-	c.pending = append(c.pending, e)
-	c.pendingIDs[id] = struct{}{}
-	c.trimEvidence()
-	return true
-}
-
-// setPending replaces the pending evidence with es (bounded).
-func (c *Core) setPending(es []incentives.Evidence) {
-	c.pending = es
-	c.pendingIDs = make(map[incentives.ID]struct{}, len(es))
-	for i := range es {
-		c.pendingIDs[es[i].ID()] = struct{}{}
-	}
-	c.trimEvidence()
-}
-
-// trimEvidence drops pending evidence past the bound, each time the oldest item against the
-// peer with the most items pending (then the one with the least at stake, then the one
-// whose oldest item is oldest). Any attested key can sign valid evidence against itself
-// without limit (an equivocation per shard index): it pushes out only its own.
-func (c *Core) trimEvidence() {
-	for len(c.pending) > c.cfg.MaxPendingEvidence {
-		i := c.evictable()
-		delete(c.pendingIDs, c.pending[i].ID())
-		c.pending = slices.Delete(c.pending, i, i+1)
-	}
-}
-
-// evictable returns the index of the pending item trimEvidence drops.
-func (c *Core) evictable() int {
-	count := map[string]int{}
-	for i := range c.pending {
-		count[accused(&c.pending[i])]++
-	}
-	seen := make(map[string]bool, len(count))
-	best, bestPeer := 0, accused(&c.pending[0])
-	for i := range c.pending {
-		p := accused(&c.pending[i])
-		if seen[p] { // not the peer's oldest item
-			continue
-		}
-		seen[p] = true
-		if n, m := count[p], count[bestPeer]; n > m || n == m && c.atStake(p) < c.atStake(bestPeer) {
-			best, bestPeer = i, p
-		}
-	}
-	return best
-}
-
-// accused is the peer evidence is about: every kind names it in its signed headers.
-func accused(e *incentives.Evidence) string {
-	if len(e.Headers) == 0 {
-		return ""
-	}
-	return e.Headers[0].Header.Peer
-}
-
-// atStake is what peer holds in the ledger in force, stake plus balance (saturated).
-func (c *Core) atStake(peer string) uint64 {
-	a := c.ledger.Account(peer)
-	if s := a.Stake + a.Balance; s >= a.Stake {
-		return s
-	}
-	return ^uint64(0)
 }
 
 // Tick closes the next round when the deadline allows it.

@@ -43,3 +43,27 @@ func recordHas(c *Core, e *incentives.Evidence) bool {
 	}
 	return false
 }
+
+// Evidence can be large (an invalid-content item carries the payload): what is pending is
+// bounded in bytes too, so one key signing large payloads that fail the content checks
+// cannot make a node hold a thousand of them.
+func TestPendingEvidenceBoundedInBytes(t *testing.T) {
+	c, _ := tinyCore(t)
+	c.cfg.MaxPendingEvidenceBytes = 1 << 20
+	fx := incentivestest.New("capnet", "run")
+	b := fx.Bundle("attacker", "")
+	for i := range 8 {
+		payload := append([]byte("bad"), make([]byte, 256<<10)...)
+		e := incentives.NewInvalidContent(b, fx.Shard("attacker", b, 0, uint32(i), payload))
+		if _, err := c.Evidence(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for i := range c.pending {
+		total += len(c.pending[i].Marshal())
+	}
+	if total > c.cfg.MaxPendingEvidenceBytes || len(c.pending) == 0 {
+		t.Fatalf("%d evidence items of %d bytes pending, bound %d bytes", len(c.pending), total, c.cfg.MaxPendingEvidenceBytes)
+	}
+}
