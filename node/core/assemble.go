@@ -24,9 +24,10 @@ const (
 
 // roundIn is what arrived for one open round, by peer.
 type roundIn struct {
-	peers   map[string]*assembly
-	since   time.Time // when the round first became closable
-	fetched bool      // the missing slots were asked for
+	peers    map[string]*assembly
+	received powerSum  // of the counted contributions; cleared when one comes or goes
+	since    time.Time // when the round first became closable
+	fetched  bool      // the missing slots were asked for
 }
 
 // assembly is one peer's shards for one round, by index.
@@ -68,8 +69,12 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 		return Ready{}, nil
 	}
 	var rd Ready
+	counted := a.counted()
 	if err := c.hold(now, r, a, held{shard: s, bundle: bundle}, &rd); err != nil {
 		return Ready{}, err
+	}
+	if a.counted() != counted {
+		c.rounds[r].received = powerSum{}
 	}
 	return c.tryClose(now, rd)
 }
@@ -140,6 +145,10 @@ func (c *Core) hold(now time.Time, r uint64, a *assembly, in held, rd *Ready) er
 	}
 	return c.complete(now, r, h.Peer, a)
 }
+
+// counted reports whether the contribution is whole and not dropped: it counts towards the
+// round's received stake.
+func (a *assembly) counted() bool { return a.done && a.dropped == "" }
 
 // drop leaves the contribution out; equivocation overrides another reason. The shards stay,
 // so that a later conflicting shard is still recognised.

@@ -133,6 +133,7 @@ type Core struct {
 	pendingIDs           map[incentives.ID]struct{}
 	pendingBytes         int
 	blocked              time.Time // when local work began waiting for a close (zero: not waiting)
+	total                powerSum  // the ledger's total voting power
 }
 
 // ownRound is this node's contribution to an open round.

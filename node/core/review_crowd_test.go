@@ -43,7 +43,7 @@ func TestUnstakedIdentitiesCannotCrowdOutStakedPeer(t *testing.T) {
 
 // localDone0 starts c and ends round 0's local work; it returns c's own first shard, a
 // template for peers' shards.
-func localDone0(t *testing.T, c *Core) *verify.Shard {
+func localDone0(t testing.TB, c *Core) *verify.Shard {
 	t.Helper()
 	rd, err := c.Start(capT0)
 	if err != nil {
