@@ -64,9 +64,9 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
 		return Ready{}, nil
 	}
-	a := c.assembly(r, h.Peer)
-	if a == nil {
-		return Ready{}, nil
+	a, err := c.assembly(r, h.Peer)
+	if a == nil || err != nil {
+		return Ready{}, err
 	}
 	var rd Ready
 	counted := a.counted()
@@ -91,30 +91,31 @@ func (c *Core) checkShard(s *verify.Shard) error {
 	case h.Count == 0 || h.Index >= h.Count:
 		return fmt.Errorf("%w: index %d of %d", ErrShard, h.Index, h.Count)
 	}
-	if err := verify.CheckPeerID(h.Peer); err != nil {
-		return fmt.Errorf("%w: %w", ErrShard, err)
-	}
-	return nil
+	return nil // the peer ID is checked once per round and peer, by assembly
 }
 
 // assembly returns peer's assembly for round r, making it if there is room: past
 // incentives.MaxContributions peers, only for peers with voting power (at most the ledger's
-// accounts), whom the inclusion list takes first anyway.
-func (c *Core) assembly(r uint64, peer string) *assembly {
+// accounts), whom the inclusion list takes first anyway. A new peer's ID must be in form
+// (ErrShard); checking it costs about as much as a signature, so it is checked only then.
+func (c *Core) assembly(r uint64, peer string) (*assembly, error) {
 	ri := c.rounds[r]
 	if ri == nil {
 		ri = &roundIn{peers: map[string]*assembly{}}
 		c.rounds[r] = ri
 	}
-	a := ri.peers[peer]
-	if a == nil {
-		if len(ri.peers) >= incentives.MaxContributions && c.ledger.Power(peer) == 0 {
-			return nil
-		}
-		a = &assembly{slots: map[uint32]held{}}
-		ri.peers[peer] = a
+	if a := ri.peers[peer]; a != nil {
+		return a, nil
 	}
-	return a
+	if err := verify.CheckPeerID(peer); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrShard, err)
+	}
+	if len(ri.peers) >= incentives.MaxContributions && c.ledger.Power(peer) == 0 {
+		return nil, nil
+	}
+	a := &assembly{slots: map[uint32]held{}}
+	ri.peers[peer] = a
+	return a, nil
 }
 
 // hold adds one shard to a peer's assembly and completes it when it can.
