@@ -15,10 +15,13 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/lowband/lowband/version"
 )
 
 // newLibp2p builds the libp2p host: TCP and QUIC, Noise, yamux, a connection
-// manager and a resource manager scaled to the machine.
+// manager and a resource manager scaled to the machine. Identify sends
+// "lowband/<version>" as the agent version.
 func newLibp2p(cfg *Config) (host.Host, error) {
 	announce, err := parseAddrs(cfg.Announce)
 	if err != nil {
@@ -45,6 +48,7 @@ func newLibp2p(cfg *Config) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
+		libp2p.UserAgent(version.Agent()),
 	}
 	if len(announce) > 0 {
 		opts = append(opts, libp2p.AddrsFactory(func([]ma.Multiaddr) []ma.Multiaddr { return announce }))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/node"
+	"github.com/lowband/lowband/version"
 )
 
 func initCommand() *cli.Command {
@@ -87,7 +88,7 @@ func runCommand() *cli.Command {
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			n, err := node.New(ctx, node.Options{
-				Home: h, Config: cfg, Spec: spec, Role: c.String("role"), Logger: log, Version: version,
+				Home: h, Config: cfg, Spec: spec, Role: c.String("role"), Logger: log, Version: version.String(),
 			})
 			if err != nil {
 				return err
