@@ -65,7 +65,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	hctx, cancel := context.WithCancel(context.Background())
-	h := &Host{cfg: cfg, log: cfg.Logger.With("peer", lh.ID().ShortString()), h: lh, ctx: hctx, cancel: cancel}
+	h := &Host{cfg: cfg, log: cfg.Logger.With("self", lh.ID()), h: lh, ctx: hctx, cancel: cancel}
 	if err := h.start(); err != nil {
 		cancel()
 		if h.dht != nil {
