@@ -29,6 +29,7 @@ type Host struct {
 	disc *drouting.RoutingDiscovery
 	ps   *pubsub.PubSub
 	met  *metrics
+	mesh *meshTracer // mesh sizes per topic, once gossipsub reports to it
 
 	topics   map[string]*topic // by kind; written only in New
 	relays   []pubsub.RelayCancelFunc
@@ -89,6 +90,12 @@ func (h *Host) start() error {
 		return err
 	}
 	h.SetAppScore(h.cfg.AppScore)
+	h.mesh = newMeshTracer()
+	if h.cfg.Registerer != nil {
+		if _, err := register(h.cfg.Registerer, newTopicCollector(h)); err != nil {
+			return err
+		}
+	}
 	if err := h.startGossip(); err != nil {
 		return err
 	}
