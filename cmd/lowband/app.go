@@ -42,6 +42,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			bootstrapCommand(),
 			attestCommand(),
 			benchCommand(),
+			doctorCommand(),
 			versionCommand(),
 		},
 	}
