@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,4 +114,23 @@ func TestDoctorReadsTheRunningNode(t *testing.T) {
 	wantLine(t, out, "OK    dht", "12 peers")
 	wantLine(t, out, "OK    gossip shards", "2 peers in the mesh")
 	wantLine(t, out, "SKIP  gossip records", "does not report")
+}
+
+func TestDoctorWithNoNetworkAtAll(t *testing.T) {
+	if exec.Command("unshare", "-n", "true").Run() != nil {
+		t.Skip("cannot make a network namespace here (needs unshare and privileges)")
+	}
+	home := initHome(t, "local")
+	if _, stderr, code := lb(t, "bootstrap", "add", "--home", home, "/ip4/203.0.113.9/tcp/4001/p2p/12D3KooWGRUVh6zGsDLTPHDA5ib1hLwrkdZLkb7H2zxEk2oHVqbU"); code != 0 {
+		t.Fatal(stderr)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command("unshare", "-n", lowbandBin, "doctor", "--home", home) // a namespace with no interface up
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || stderr.Len() > 0 {
+		t.Errorf("doctor without a network: %v, stderr %q", err, stderr.String())
+	}
+	wantLine(t, stdout.String(), "FAIL  bootstrap", "no connection after", "network is unreachable")
+	wantLine(t, stdout.String(), "OK    disk")
 }
