@@ -29,11 +29,11 @@ type Host struct {
 	disc *drouting.RoutingDiscovery
 	ps   *pubsub.PubSub
 	met  *metrics
-	mesh *meshTracer // mesh sizes per topic, once gossipsub reports to it
 
 	topics   map[string]*topic // by kind; written only in New
 	relays   []pubsub.RelayCancelFunc
 	appScore atomic.Pointer[func(peer.ID) float64]
+	mesh     *meshTracer // mesh sizes per topic, once gossipsub reports to it
 
 	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
 

@@ -20,8 +20,7 @@ import (
 )
 
 // newLibp2p builds the libp2p host: TCP and QUIC, Noise, yamux, a connection
-// manager and a resource manager scaled to the machine. Identify sends
-// "lowband/<version>" as the agent version.
+// manager and a resource manager scaled to the machine.
 func newLibp2p(cfg *Config) (host.Host, error) {
 	announce, err := parseAddrs(cfg.Announce)
 	if err != nil {
@@ -41,6 +40,7 @@ func newLibp2p(cfg *Config) (host.Host, error) {
 	}
 	opts := []libp2p.Option{
 		libp2p.Identity(cfg.Identity),
+		libp2p.UserAgent(version.Agent()), // identify's agent version: lowband/<version>
 		libp2p.ListenAddrs(listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),
@@ -48,7 +48,6 @@ func newLibp2p(cfg *Config) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
-		libp2p.UserAgent(version.Agent()),
 	}
 	if len(announce) > 0 {
 		opts = append(opts, libp2p.AddrsFactory(func([]ma.Multiaddr) []ma.Multiaddr { return announce }))
