@@ -86,7 +86,8 @@ func (*meshTracer) DropRPC(*pubsub.RPC, peer.ID)             {}
 func (*meshTracer) UndeliverableMessage(*pubsub.Message)     {}
 
 // MeshPeers is the size of this host's gossipsub mesh of the topic of the given kind;
-// false when the kind is not joined or the mesh tracer is not wired to gossipsub.
+// false when the host is in no mesh of that topic (it neither subscribes to nor relays
+// it) or the mesh tracer is not wired to gossipsub.
 func (h *Host) MeshPeers(kind string) (int, bool) {
 	if h.mesh == nil {
 		return 0, false

@@ -87,7 +87,7 @@ func gossipKind(kind string, topicPeers, mesh map[string]float64) Result {
 		return warn(check, fmt.Sprintf("%.0f peers on the topic, none in the mesh yet", on),
 			"the mesh forms within seconds; if it stays empty, peers may be scoring this node down (lowband ledger: jailed or slashed?)")
 	}
-	return ok(check, "%.0f peers on the topic (the node does not report its mesh size)", on)
+	return ok(check, "%.0f peers on the topic; no mesh reported (the node does not subscribe to it, or does not track its mesh)", on)
 }
 
 // Reachability reports what AutoNAT found: whether peers can dial this node.

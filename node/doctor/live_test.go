@@ -58,7 +58,7 @@ func TestGossip(t *testing.T) {
 	want(t, "evidence", byKind["gossip evidence"], Warn, "no peer on the topic", "dht")
 
 	noMesh := `lowband_p2p_gossip_topic_peers{kind="shards"} 5` + "\n"
-	want(t, "no mesh metric", Gossip(running(st, noMesh))[0], OK, "5 peers on the topic", "does not report its mesh")
+	want(t, "no mesh metric", Gossip(running(st, noMesh))[0], OK, "5 peers on the topic", "no mesh reported")
 	want(t, "no metrics", Gossip(running(st, ""))[0], Skip, "does not report")
 	want(t, "no topics", Gossip(running(node.Status{}, ""))[0], Warn, "joined no topic")
 	want(t, "not running", Gossip(nil)[0], Skip, "no node is running")
