@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,10 +18,22 @@ import (
 	"github.com/lowband/lowband/node/store"
 )
 
+// newHome is a local home on the devnet spec with the synthetic task, which a node loads
+// and trains in moments.
 func newHome(t *testing.T) (configs.Home, *configs.Config, *configs.Spec) {
 	t.Helper()
+	h, c, s := newHomeWith(t, bytes.Replace(configs.DevnetSpec, []byte(`task = "charlm"`), []byte(`task = "synthetic"`), 1))
+	if s.Training.Task != configs.TaskSynthetic {
+		t.Fatalf("test home on task %q", s.Training.Task)
+	}
+	return h, c, s
+}
+
+// newHomeWith is a local home on the given network spec.
+func newHomeWith(t *testing.T, spec []byte) (configs.Home, *configs.Config, *configs.Spec) {
+	t.Helper()
 	h := configs.Home{Dir: filepath.Join(t.TempDir(), "home")}
-	if err := h.Init(configs.InitOptions{Profile: configs.ProfileLocal}); err != nil {
+	if err := h.Init(configs.InitOptions{Profile: configs.ProfileLocal, Spec: spec}); err != nil {
 		t.Fatal(err)
 	}
 	c, s, err := h.Load()
@@ -45,7 +58,7 @@ func get(t *testing.T, url string) []byte {
 }
 
 func TestNodeAPI(t *testing.T) {
-	h, c, s := newHome(t)
+	h, c, s := newHomeWith(t, configs.DevnetSpec) // the default network: charlm on Go's Opticks
 	ctx, cancel := context.WithCancel(context.Background())
 	n, err := New(ctx, Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler), Version: "test"})
 	if err != nil {
