@@ -43,6 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			bootstrapCommand(),
 			attestCommand(),
 			benchCommand(),
+			testnetCommand(),
 			versionCommand(),
 		},
 	}
