@@ -38,7 +38,7 @@ type trainingStatus struct {
 // roundStatus is one closed round in the /status "training" object.
 type roundStatus struct {
 	Round             uint64   `json:"round"`
-	Loss              float64  `json:"loss"`
+	Loss              *float64 `json:"loss"` // null until the node has scored the round
 	Included          []string `json:"included"`
 	ContributionBytes int64    `json:"contribution_bytes"`
 	StallS            float64  `json:"stall_s"`
@@ -56,7 +56,7 @@ type testnetSummary struct {
 
 type nodeSummary struct {
 	PeerID            string     `json:"peer_id"`
-	Loss              []float64  `json:"loss"`
+	Loss              []*float64 `json:"loss"` // null for a round the node could not score
 	StateRoot         string     `json:"state_root"`
 	LedgerRoot        string     `json:"ledger_root"`
 	ContributionBytes int64      `json:"contribution_bytes"`
@@ -95,8 +95,13 @@ func readStatusFile(path string) (namedStatus, error) {
 	if err := json.Unmarshal(data, &ns.Status); err != nil {
 		return ns, fmt.Errorf("%s: %w", path, err)
 	}
-	if ns.Status.Training == nil {
+	t := ns.Status.Training
+	if t == nil {
 		return ns, fmt.Errorf("%s: %s does not train (its status has no training object)", path, ns.Name)
+	}
+	// The last rounds may be closed but not scored yet: they count once their loss is known.
+	for len(t.Rounds) > 0 && t.Rounds[len(t.Rounds)-1].Loss == nil {
+		t.Rounds = t.Rounds[:len(t.Rounds)-1]
 	}
 	return ns, nil
 }
@@ -115,9 +120,9 @@ func readStatusFiles(paths []string) ([]namedStatus, error) {
 	return out, nil
 }
 
-// window is the rounds [from, from+n) that every node has closed, at most limit of them
-// from the first (limit 0: no limit). Each node's status lists its last closed rounds in
-// order.
+// window is the rounds [from, from+n) that every node has closed and scored, at most limit
+// of them from the first (limit 0: no limit). Each node's status lists its last closed
+// rounds in order.
 func window(nodes []namedStatus, limit int) (from uint64, n int) {
 	var hi uint64
 	for i, ns := range nodes {
@@ -155,7 +160,7 @@ func summarise(nodes []namedStatus, limit int) (*testnetSummary, error) {
 		t := ns.Status.Training
 		s.DenseBytesPerRound = max(s.DenseBytesPerRound, t.DenseBytesPerRound)
 		out := nodeSummary{
-			PeerID: ns.Status.PeerID, Loss: []float64{}, Included: [][]string{},
+			PeerID: ns.Status.PeerID, Loss: []*float64{}, Included: [][]string{},
 			StateRoot: t.StateRoot, LedgerRoot: t.LedgerRoot,
 			WireBytesSent: t.WireBytesSent, WireBytesReceived: t.WireBytesReceived,
 			VerifyCPUS: t.VerifyCPUS, PeakRSSBytes: t.PeakRSSBytes,

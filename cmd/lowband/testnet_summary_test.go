@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,7 @@ import (
 )
 
 // Canned statuses as `lowband status --json` prints them: node1 has closed rounds 0-4,
-// node2 rounds 0-3.
+// node2 rounds 0-4 but not scored round 4 yet (its loss is null).
 var cannedStatus = []string{"testdata/testnet/node1/status.json", "testdata/testnet/node2/status.json"}
 
 func readSummary(t *testing.T, path string) map[string]any {
@@ -33,6 +34,19 @@ func keys(m map[string]any) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// values dereferences losses (NaN for null).
+func values(ls []*float64) []float64 {
+	var out []float64
+	for _, l := range ls {
+		if l == nil {
+			out = append(out, math.NaN())
+		} else {
+			out = append(out, *l)
+		}
+	}
+	return out
 }
 
 func TestSummaryHasExactlyTheIssuesFields(t *testing.T) {
@@ -69,7 +83,7 @@ func TestSummaryCoversTheRoundsEveryNodeClosed(t *testing.T) {
 		t.Fatalf("rounds %d, dense %d; want 4 (node2 closed 0-3), 5821044", s.Rounds, s.DenseBytesPerRound)
 	}
 	n1 := s.Nodes[0]
-	if !slices.Equal(n1.Loss, []float64{5.0, 4.5, 4.0, 3.5}) {
+	if !slices.Equal(values(n1.Loss), []float64{5.0, 4.5, 4.0, 3.5}) {
 		t.Errorf("node1 loss %v: want its rounds 0-3 only", n1.Loss)
 	}
 	// Roots are those after the last common round, not node1's latest (round 4).
@@ -99,7 +113,7 @@ func TestSummaryFirstRRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Rounds != 2 || !slices.Equal(s.Nodes[1].Loss, []float64{5.1, 4.6}) || s.Nodes[1].StateRoot != strings.Repeat("01", 32) {
+	if s.Rounds != 2 || !slices.Equal(values(s.Nodes[1].Loss), []float64{5.1, 4.6}) || s.Nodes[1].StateRoot != strings.Repeat("01", 32) {
 		t.Errorf("rounds %d, node2 loss %v root %s: want rounds 0-1 and round 1's root", s.Rounds, s.Nodes[1].Loss, s.Nodes[1].StateRoot)
 	}
 }
@@ -168,5 +182,39 @@ func TestTableSaysWhetherRootsAgree(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "state root after 4 rounds: the nodes DISAGREE (2 different roots)") {
 		t.Errorf("table hides a split:\n%s", b.String())
+	}
+}
+
+// TestUnscoredRoundNotCountedYet: a round whose held-out loss is not known yet (null) is not
+// summarised as a loss of 0; the summary waits for it.
+func TestUnscoredRoundNotCountedYet(t *testing.T) {
+	nodes, err := readStatusFiles(cannedStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := summarise(nodes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Rounds != 4 || len(s.Nodes[1].Loss) != 4 {
+		t.Errorf("rounds %d, node2 loss %v: want 4 rounds, node2's round 4 not scored yet", s.Rounds, s.Nodes[1].Loss)
+	}
+}
+
+// TestUnscoredRoundBeforeScoredOnesIsNull: a round whose evaluation failed (its loss stays
+// null while later rounds are scored) is summarised as null, never as a loss of 0.
+func TestUnscoredRoundBeforeScoredOnesIsNull(t *testing.T) {
+	nodes, err := readStatusFiles(cannedStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].Status.Training.Rounds[1].Loss = nil
+	s, err := summarise(nodes, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(s.Nodes[0].Loss)
+	if string(data) != "[5,null,4,3.5]" {
+		t.Errorf("node1 loss %s, want [5,null,4,3.5]", data)
 	}
 }

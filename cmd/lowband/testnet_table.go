@@ -57,19 +57,36 @@ func writeLossRows(tw io.Writer, nodes []namedStatus, s *testnetSummary) {
 		row := []string{fmt.Sprint(from + uint64(k))}
 		var inc []string
 		for _, n := range s.Nodes {
-			row = append(row, fmt.Sprintf("%.4f", n.Loss[k]))
+			row = append(row, fmtLoss(n.Loss[k]))
 			inc = append(inc, fmt.Sprint(len(n.Included[k])))
 		}
 		fmt.Fprintln(tw, strings.Join(append(row, strings.Join(inc, " ")), "\t")+"\t")
 	}
 }
 
-// lossDrop is "initial -> last (-x%)"; without an initial loss, from the first round.
-func lossDrop(initial float64, loss []float64) string {
-	if initial == 0 {
-		initial = loss[0]
+func fmtLoss(l *float64) string {
+	if l == nil {
+		return "-"
 	}
-	last := loss[len(loss)-1]
+	return fmt.Sprintf("%.4f", *l)
+}
+
+// lossDrop is "initial->last (-x%)" over the scored losses; without an initial loss, from
+// the first round's.
+func lossDrop(initial float64, loss []*float64) string {
+	var scored []float64
+	for _, l := range loss {
+		if l != nil {
+			scored = append(scored, *l)
+		}
+	}
+	if len(scored) == 0 {
+		return "-"
+	}
+	if initial == 0 {
+		initial = scored[0]
+	}
+	last := scored[len(scored)-1]
 	return fmt.Sprintf("%.3f->%.3f (%+.0f%%)", initial, last, 100*(last-initial)/initial)
 }
 
