@@ -189,7 +189,7 @@ while [[ $rounds == 0 || $closed -lt $rounds ]]; do
   if now=$(lb testnet rounds "${statuses[@]}" 2>&1); then
     if [[ $now -gt $closed ]]; then
       closed=$now progress_s=$(date +%s) why=""
-      echo "testnet: $closed$of rounds closed on every node"
+      echo "testnet: rounds closed on every node: $closed$of"
     fi
   else
     why=$now
