@@ -1,9 +1,37 @@
 // Package core holds the node's decisions as pure code: events and times in, decisions out.
-// It does no I/O, reads no clock and starts no goroutine; the node's round loop (not built
-// yet) calls it and does the I/O at the edges.
+// It does no I/O, reads no clock and starts no goroutine; the node's round loop calls it
+// and does the I/O at the edges.
 //
-// So far it decides when a round may close (Deadline): on a quorum of stake plus an
-// adaptive deadline, median + k·MAD of the arrival delays this node observed, bounded by
-// the network spec's minimum and maximum, and in any case at the maximum, so a slow or
-// silent peer never holds a round past it.
+// # Core
+//
+// Core owns one node's round machine (training/round), its ledger state (incentives), the
+// Deadline and the evidence waiting for a record. Its events are Start, LocalDone, Shard,
+// Evidence and Tick, each with the time it happened; each returns a Ready: what to persist
+// (Commit, first), publish, fetch and train, and a Summary per closed round. View tells the
+// validators which rounds are open. A Core is not safe for concurrent use.
+//
+//	c, _ := core.New(cfg, state, ledger)
+//	c.SetSigner(signer)                 // at start and each new epoch
+//	rd, _ := c.Start(now)               // rd.Train: the first local work
+//	// then, as they happen: LocalDone, Shard (verified), Evidence (checked), Tick;
+//	// after each: persist rd.Commit, publish rd.Publish, fetch rd.Fetch, train rd.Train.
+//
+// Shards: see Core.Shard for what is held and what is ignored. A round closes when the
+// machine allows it (with the one-step delay, after the next round's local work) and the
+// Deadline does: received stake is the voting power of the peers whose contribution is
+// complete, this node's included; a peer's arrival delay is the arrival of its last shard
+// minus this node's own LocalDone for that round (0 when earlier). Weights come from the
+// ledger in force when the round closes: a staked peer not jailed 1, an unstaked one the
+// network's unstaked weight (left out at 0), a jailed one (this node too) left out; past
+// what a record lists, the most voting power then the lowest peer ID win. The record lists
+// exactly the aggregated contributions with their shard CIDs. Every node
+// holding the same contributions and evidence when a round closes computes the same model
+// root, record and ledger, whatever the order they arrived in.
+//
+// # Deadline
+//
+// Deadline decides when a round may close: on a quorum of stake plus an adaptive deadline,
+// median + k·MAD of the arrival delays this node observed, bounded by the network spec's
+// minimum and maximum, and in any case at the maximum, so a slow or silent peer never holds
+// a round past it.
 package core

@@ -64,6 +64,10 @@
 // contributions are decoded and aggregated in the order of their sorted peer IDs and the
 // outer step rounds every product.
 //
+// CloseWith closes a round with weights the caller gives (the node's ledger decides who
+// counts and how much); contributions without a positive weight are left out. State.Root
+// hashes the round, θ and the outer momentum bit for bit, the model root nodes compare.
+//
 // A node's own contribution is the decoded form of the message it sends, so it weighs in
 // exactly as every peer sees it.
 package round

@@ -190,41 +190,37 @@ func (m *Machine) Pending(r uint64) []string {
 }
 
 // Close closes round r: the contributions held for it, in sorted peer order, are decoded,
-// aggregated and applied to θ by the outer optimizer. r must be the round Closable returns.
-// Ready.Closed carries the inclusion list and the new θ; Ready.Start the next local work, if
-// it was waiting for this round.
+// aggregated with their weights and applied to θ by the outer optimizer. r must be the round
+// Closable returns. Ready.Closed carries the inclusion list and the new θ; Ready.Start the
+// next local work, if it was waiting for this round.
 func (m *Machine) Close(r uint64) (Ready, error) {
+	return m.close(r, func(c Contribution) float64 { return c.Weight })
+}
+
+// CloseWith closes round r like Close, but aggregates only the held contributions whose peer
+// has a weight > 0 (and finite) in weights, with that weight instead of the one they came
+// with; this node's own contribution is treated the same way. The others are dropped: they
+// are in neither Closed.Included nor Closed.Rejected. The caller decides the weights (from
+// the ledger in force when the round closes) and must give every node the same map for the
+// same bytes of θ.
+func (m *Machine) CloseWith(r uint64, weights map[string]float64) (Ready, error) {
+	return m.close(r, func(c Contribution) float64 {
+		if w := weights[c.Peer]; w > 0 && !math.IsInf(w, 0) {
+			return w
+		}
+		return 0
+	})
+}
+
+func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, error) {
 	if next, ok := m.Closable(); !ok || r != next {
 		return Ready{}, fmt.Errorf("%w: cannot close round %d (next %d, local work at %d)", ErrOrder, r, m.nextClose, m.nextLocal)
 	}
-	ids := m.Pending(r)
-	in := make([]aggregate.Input, 0, len(ids))
-	var included, rejected []string
-	for _, id := range ids {
-		c := m.contrib[r][id]
-		m.begin(PhaseDecode)
-		vec, err := m.flatten(c.Msg)
-		m.end(PhaseDecode)
-		if err != nil {
-			rejected = append(rejected, id)
-			continue
-		}
-		included = append(included, id)
-		in = append(in, aggregate.Input{ID: id, Weight: c.Weight, Vec: vec})
-	}
+	in, included, rejected := m.decodeRound(r, weight)
 	m.noteShare(in)
 	if len(in) > 0 {
-		m.begin(PhaseAggregate)
-		g, err := aggregate.Aggregate(m.cfg.Aggregate, in)
-		m.end(PhaseAggregate)
-		if err != nil {
-			return Ready{}, fmt.Errorf("round: aggregating round %d: %w", r, err)
-		}
-		m.begin(PhaseOuter)
-		err = m.outer.Step(m.theta, g)
-		m.end(PhaseOuter)
-		if err != nil {
-			return Ready{}, fmt.Errorf("round: outer step of round %d: %w", r, err)
+		if err := m.step(r, in); err != nil {
+			return Ready{}, err
 		}
 	}
 	for _, x := range in { // Aggregate returns a new slice and the outer step keeps none
@@ -235,6 +231,45 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
 	m.maybeStart(&rd)
 	return rd, nil
+}
+
+// decodeRound decodes the contributions of round r whose weight is positive, in sorted peer
+// order, and lists the peers included and those whose contribution failed to decode.
+func (m *Machine) decodeRound(r uint64, weight func(Contribution) float64) (in []aggregate.Input, included, rejected []string) {
+	for _, id := range m.Pending(r) {
+		c := m.contrib[r][id]
+		w := weight(c)
+		if !(w > 0) {
+			continue
+		}
+		m.begin(PhaseDecode)
+		vec, err := m.flatten(c.Msg)
+		m.end(PhaseDecode)
+		if err != nil {
+			rejected = append(rejected, id)
+			continue
+		}
+		included = append(included, id)
+		in = append(in, aggregate.Input{ID: id, Weight: w, Vec: vec})
+	}
+	return in, included, rejected
+}
+
+// step aggregates in and applies the outer step to θ.
+func (m *Machine) step(r uint64, in []aggregate.Input) error {
+	m.begin(PhaseAggregate)
+	g, err := aggregate.Aggregate(m.cfg.Aggregate, in)
+	m.end(PhaseAggregate)
+	if err != nil {
+		return fmt.Errorf("round: aggregating round %d: %w", r, err)
+	}
+	m.begin(PhaseOuter)
+	err = m.outer.Step(m.theta, g)
+	m.end(PhaseOuter)
+	if err != nil {
+		return fmt.Errorf("round: outer step of round %d: %w", r, err)
+	}
+	return nil
 }
 
 // flatten decodes msg into one vector in the model's parameter order. Every tensor must be

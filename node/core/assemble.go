@@ -1,0 +1,243 @@
+package core
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
+	"github.com/lowband/lowband/verify"
+)
+
+// Reasons a peer's contribution is left out of a round (Summary.Rejected).
+const (
+	ReasonIncomplete   = "incomplete"   // shards missing at close, or shards disagreeing on their count
+	ReasonJailed       = "jailed"       // the ledger has the peer jailed
+	ReasonWeight       = "weight"       // unstaked, and the network gives unstaked peers no weight
+	ReasonDecode       = "decode"       // the shards do not decode into the model's tensors
+	ReasonCap          = "cap"          // beyond incentives.MaxContributions
+	ReasonEquivocation = "equivocation" // the peer signed two different shards for one slot
+)
+
+// roundIn is what arrived for one open round, by peer.
+type roundIn struct {
+	peers   map[string]*assembly
+	since   time.Time // when the round first became closable
+	fetched bool      // the missing slots were asked for
+}
+
+// assembly is one peer's shards for one round, by index.
+type assembly struct {
+	count   uint32
+	slots   map[uint32]held
+	done    bool     // all shards there, decoded and given to the machine
+	dropped string   // a reason, when the contribution is left out whatever arrives
+	cids    [][]byte // the payload CIDs (sorted), once done
+}
+
+// held is one shard as it arrived, with its signer's bundle (for evidence).
+type held struct {
+	shard  *verify.Shard
+	bundle []byte
+}
+
+// Shard takes a shard that passed every check (wire, bundle verified, signature by the
+// attested key of the header's peer, content) with its signer's marshalled bundle.
+//
+// Shards are held per (round, peer) by index. A shard for a closed round, for a round past
+// View's window, of this node, or of a new peer when incentives.MaxContributions peers
+// already sent shards for the round, is ignored. A second, different shard for a slot
+// already held is equivocation: the evidence is published once and kept for the next
+// record, and the peer's contribution to the round is dropped. Shards disagreeing on their
+// count drop the contribution too (that is no offence anyone can prove from one header).
+// When all of a peer's shards are in, they are decoded and joined into its contribution.
+func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, error) {
+	if err := c.checkShard(s); err != nil {
+		return Ready{}, err
+	}
+	h := &s.Header
+	r := h.Round
+	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
+		return Ready{}, nil
+	}
+	a := c.assembly(r, h.Peer)
+	if a == nil {
+		return Ready{}, nil
+	}
+	var rd Ready
+	if err := c.hold(now, r, a, held{shard: s, bundle: bundle}, &rd); err != nil {
+		return Ready{}, err
+	}
+	return c.tryClose(now, rd)
+}
+
+// checkShard refuses what no validator passes, so that nothing below trips over it.
+func (c *Core) checkShard(s *verify.Shard) error {
+	if s == nil {
+		return fmt.Errorf("%w: nil", ErrShard)
+	}
+	h := &s.Header
+	switch {
+	case h.Network != c.cfg.Network || h.Run != c.cfg.Run:
+		return fmt.Errorf("%w: network %q run %q", ErrShard, h.Network, h.Run)
+	case h.Count == 0 || h.Index >= h.Count:
+		return fmt.Errorf("%w: index %d of %d", ErrShard, h.Index, h.Count)
+	}
+	if err := verify.CheckPeerID(h.Peer); err != nil {
+		return fmt.Errorf("%w: %w", ErrShard, err)
+	}
+	return nil
+}
+
+// assembly returns peer's assembly for round r, making it if there is room.
+func (c *Core) assembly(r uint64, peer string) *assembly {
+	ri := c.rounds[r]
+	if ri == nil {
+		ri = &roundIn{peers: map[string]*assembly{}}
+		c.rounds[r] = ri
+	}
+	a := ri.peers[peer]
+	if a == nil {
+		if len(ri.peers) >= incentives.MaxContributions {
+			return nil
+		}
+		a = &assembly{slots: map[uint32]held{}}
+		ri.peers[peer] = a
+	}
+	return a
+}
+
+// hold adds one shard to a peer's assembly and completes it when it can.
+func (c *Core) hold(now time.Time, r uint64, a *assembly, in held, rd *Ready) error {
+	h := &in.shard.Header
+	if old, ok := a.slots[h.Index]; ok {
+		if !sameHeader(&old.shard.Header, h) && a.dropped != ReasonEquivocation {
+			ev := incentives.NewEquivocationOf(old.bundle, signed(old.shard), in.bundle, signed(in.shard))
+			c.addEvidence(*ev)
+			rd.Publish = append(rd.Publish, Message{Kind: KindEvidence, Data: ev.Marshal()})
+			a.drop(ReasonEquivocation)
+		}
+		return nil
+	}
+	if h.Count > c.maxShards {
+		a.drop(ReasonIncomplete)
+		return nil
+	}
+	a.slots[h.Index] = in
+	switch {
+	case a.count == 0:
+		a.count = h.Count
+	case a.count != h.Count:
+		a.drop(ReasonIncomplete)
+	}
+	if a.dropped != "" || a.done || uint32(len(a.slots)) != a.count {
+		return nil
+	}
+	return c.complete(now, r, h.Peer, a)
+}
+
+// drop leaves the contribution out; equivocation overrides another reason. The shards stay,
+// so that a later conflicting shard is still recognised.
+func (a *assembly) drop(reason string) {
+	if a.dropped == "" || reason == ReasonEquivocation {
+		a.dropped = reason
+	}
+}
+
+// complete decodes and joins a peer's shards and gives the contribution to the machine.
+func (c *Core) complete(now time.Time, r uint64, peer string, a *assembly) error {
+	parts := make([]*compress.Message, 0, len(a.slots))
+	cids := make([][]byte, 0, len(a.slots))
+	for i := range a.count {
+		sh := a.slots[i].shard
+		m, err := compress.DecodeShard(sh.Payload, c.cfg.Limits)
+		if err != nil {
+			a.drop(ReasonDecode)
+			return nil
+		}
+		parts = append(parts, m)
+		cids = append(cids, sh.Header.PayloadCID)
+	}
+	msg, err := compress.Join(parts)
+	if err != nil {
+		a.drop(ReasonDecode)
+		return nil
+	}
+	if err := c.m.Receive(round.Contribution{Round: r, Peer: peer, Weight: 1, Msg: msg}); err != nil {
+		return fmt.Errorf("core: contribution of %s to round %d: %w", peer, r, err)
+	}
+	slices.SortFunc(cids, bytes.Compare)
+	a.done, a.cids = true, cids
+	start := now // arrived before this node's own local work ended: delay 0
+	if o := c.own[r]; o != nil {
+		start = o.done
+	}
+	c.deadline.Observe(r, peer, start, now)
+	return nil
+}
+
+func signed(s *verify.Shard) incentives.SignedHeader {
+	return incentives.SignedHeader{Header: s.Header, Sig: s.Sig}
+}
+
+func sameHeader(a, b *verify.ShardHeader) bool {
+	return a.Network == b.Network && a.Run == b.Run && a.Round == b.Round && a.Peer == b.Peer &&
+		a.Index == b.Index && a.Count == b.Count && bytes.Equal(a.BundleHash, b.BundleHash) &&
+		bytes.Equal(a.PayloadCID, b.PayloadCID)
+}
+
+// maxShardsFor bounds the shard count of one contribution to a model of n values in k
+// tensors: the shards of a message (packed greedily, so two consecutive shards hold more
+// than the smallest shard cap) of 8 bytes per value, with room for each tensor's framing,
+// and at most what a record lists for one contribution (incentives.MaxShardsPerContribution).
+// An honest compressed contribution needs far fewer.
+func maxShardsFor(n, k int) uint32 {
+	budget := compress.MinShardBytes / 2
+	return uint32(min(2*(8*n+1024*k)/budget+2, incentives.MaxShardsPerContribution))
+}
+
+// wants lists the slots still missing for round r: the missing indexes of the peers whose
+// shards are partly there, and index 0 of each peer with voting power that sent nothing.
+// At most maxWants.
+func (c *Core) wants(r uint64) []Want {
+	var out []Want
+	ri := c.rounds[r]
+	var peers []string
+	if ri != nil {
+		for p := range ri.peers {
+			peers = append(peers, p)
+		}
+		slices.Sort(peers)
+	}
+	for _, p := range peers {
+		a := ri.peers[p]
+		for i := uint32(0); a.dropped == "" && !a.done && i < a.count && len(out) < maxWants; i++ {
+			if _, ok := a.slots[i]; !ok {
+				out = append(out, Want{Round: r, Peer: p, Index: i})
+			}
+		}
+	}
+	for _, acc := range c.ledger.Accounts {
+		if len(out) >= maxWants {
+			break
+		}
+		if _, sent := ri.peerOf(acc.Peer); !sent && acc.Peer != c.cfg.Self && c.ledger.Power(acc.Peer) > 0 {
+			out = append(out, Want{Round: r, Peer: acc.Peer})
+		}
+	}
+	return out
+}
+
+// maxWants bounds the slots asked for per round.
+const maxWants = 256
+
+func (ri *roundIn) peerOf(peer string) (*assembly, bool) {
+	if ri == nil {
+		return nil, false
+	}
+	a, ok := ri.peers[peer]
+	return a, ok
+}

@@ -1,0 +1,228 @@
+package core
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lowband/lowband/incentives"
+)
+
+// tryClose closes the next round when the machine and the deadline allow it, adding to rd.
+// At most one round closes per event (a Ready holds one commit); Tick closes the next.
+func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
+	r, ok := c.m.Closable()
+	if !ok {
+		return rd, nil
+	}
+	ri := c.rounds[r]
+	if ri == nil {
+		ri = &roundIn{peers: map[string]*assembly{}}
+		c.rounds[r] = ri
+	}
+	if ri.since.IsZero() {
+		ri.since = now
+	}
+	start := ri.since // no local work of this node for r (restart, finish): from when it could close
+	if o := c.own[r]; o != nil {
+		start = o.done
+	}
+	received, total := c.stake(r)
+	if !c.deadline.Closable(now, start, received, total, total > 0 && received == total) {
+		if !ri.fetched {
+			ri.fetched = true
+			rd.Fetch = c.wants(r)
+		}
+		return rd, nil
+	}
+	return c.close(now, r, rd)
+}
+
+// stake returns the voting power of the contributors complete for round r (this node's own
+// included once it is done) and the total voting power, by the ledger in force.
+func (c *Core) stake(r uint64) (received, total uint64) {
+	add := func(p uint64) {
+		if received+p >= received {
+			received += p
+		} else {
+			received = ^uint64(0)
+		}
+	}
+	if c.own[r] != nil {
+		add(c.ledger.Power(c.cfg.Self))
+	}
+	if ri := c.rounds[r]; ri != nil {
+		for peer, a := range ri.peers { // integer sums: the order does not matter
+			if a.done && a.dropped == "" {
+				add(c.ledger.Power(peer))
+			}
+		}
+	}
+	return received, c.ledger.TotalPower()
+}
+
+// close closes round r: weights from the ledger, the machine's close, the model root, the
+// ledger's record; and fills rd with what to persist, publish and report.
+func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
+	weights, rejected := c.weights(r)
+	mr, err := c.m.CloseWith(r, weights)
+	if err != nil {
+		return Ready{}, fmt.Errorf("core: closing round %d: %w", r, err)
+	}
+	if n := len(mr.Closed.Rejected); n > 0 {
+		rejected[ReasonDecode] += n
+	}
+	modelRoot := c.m.State().Root()
+	contribs := make([]incentives.Contribution, 0, len(mr.Closed.Included))
+	for _, p := range mr.Closed.Included {
+		contribs = append(contribs, incentives.Contribution{Peer: p, Shards: c.cids(r, p)})
+	}
+	closed, err := c.ledger.Build(contribs, c.pending, modelRoot[:], c.cfg.Checker)
+	if err != nil { // only a malformed inclusion list, which this code never makes
+		return Ready{}, fmt.Errorf("core: building the record of round %d: %w", r, err)
+	}
+	c.ledger = closed.State
+	c.setPending(closed.Deferred)
+	rd.Commit = &Commit{Record: closed.Record, State: closed.State, Events: closed.Events}
+	rd.Publish = append(rd.Publish, Message{Kind: KindRecords, Data: closed.Record.Marshal()})
+	sum := &Summary{
+		Round: r, Included: mr.Closed.Included, Rejected: rejected, Evidence: len(closed.Record.Evidence),
+		Deadline: c.deadline.Current(), ModelRoot: modelRoot, LedgerRoot: closed.State.Root(),
+		Params: mr.Closed.Params, Ranks: c.ranks(),
+	}
+	copy(sum.StateRoot[:], closed.Record.NewRoot)
+	if o := c.own[r]; o != nil {
+		sum.ContributionBytes = o.bytes
+	}
+	if mr.Start != nil {
+		rd.Train = mr.Start
+		if !c.blocked.IsZero() {
+			sum.Stall = max(now.Sub(c.blocked), 0)
+			c.blocked = time.Time{}
+		}
+	}
+	rd.Summary = sum
+	delete(c.rounds, r)
+	delete(c.own, r)
+	c.nextClose = r + 1
+	return rd, nil
+}
+
+// weights decides who counts in round r and with what weight, by the ledger in force: a
+// staked peer not jailed 1, an unstaked one the network's unstaked weight (left out at 0), a
+// jailed one (this node too) left out; only complete contributions that were not dropped;
+// at most incentives.MaxContributions, by voting power then peer ID. It also counts, by
+// reason, the contributions left out.
+func (c *Core) weights(r uint64) (map[string]float64, map[string]int) {
+	rejected := map[string]int{}
+	ri := c.rounds[r]
+	if ri == nil {
+		ri = &roundIn{}
+	}
+	for _, a := range ri.peers {
+		switch {
+		case a.dropped != "":
+			rejected[a.dropped]++
+		case !a.done:
+			rejected[ReasonIncomplete]++
+		}
+	}
+	unstaked := float64(c.ledger.Params.UnstakedWeightPPM) / incentives.PPM
+	var in []string
+	for _, p := range c.m.Pending(r) {
+		if a, ok := ri.peers[p]; p != c.cfg.Self && (!ok || !a.done || a.dropped != "") {
+			continue // given to the machine, then dropped (equivocation): counted above
+		}
+		switch {
+		case c.ledger.Jailed(p):
+			rejected[ReasonJailed]++
+		case c.ledger.Power(p) == 0 && unstaked == 0:
+			rejected[ReasonWeight]++
+		default:
+			in = append(in, p)
+		}
+	}
+	slices.SortFunc(in, func(a, b string) int {
+		return cmp.Or(cmp.Compare(c.ledger.Power(b), c.ledger.Power(a)), cmp.Compare(a, b))
+	})
+	in = c.capped(r, in, rejected)
+	weights := make(map[string]float64, len(in))
+	for _, p := range in {
+		weights[p] = 1
+		if c.ledger.Power(p) == 0 {
+			weights[p] = unstaked
+		}
+	}
+	return weights, rejected
+}
+
+// capped keeps the first contributions of in (in priority order) that a record can list:
+// at most incentives.MaxContributions, whose encoding fits incentives.MaxContributionsSize.
+// The rest are counted under ReasonCap.
+func (c *Core) capped(r uint64, in []string, rejected map[string]int) []string {
+	size := 9 // the list's header
+	for i, p := range in {
+		size += contributionSize(p, c.cids(r, p))
+		if i == incentives.MaxContributions || size > incentives.MaxContributionsSize {
+			rejected[ReasonCap] += len(in) - i
+			return in[:i]
+		}
+	}
+	return in
+}
+
+// contributionSize is the encoded size of one entry of a record's inclusion list
+// (incentives.Contribution in canonical CBOR): a map of two small keys, the peer as a text
+// string and the CIDs as a list of byte strings.
+func contributionSize(peer string, cids [][]byte) int {
+	n := 1 + 1 + cborHead(len(peer)) + len(peer) + 1 + cborHead(len(cids))
+	for _, c := range cids {
+		n += cborHead(len(c)) + len(c)
+	}
+	return n
+}
+
+// cborHead is the size of a CBOR item head carrying the length n.
+func cborHead(n int) int {
+	switch {
+	case n < 24:
+		return 1
+	case n < 1<<8:
+		return 2
+	case n < 1<<16:
+		return 3
+	case n < 1<<32:
+		return 5
+	}
+	return 9
+}
+
+// cids returns the payload CIDs of peer's contribution to round r, sorted.
+func (c *Core) cids(r uint64, peer string) [][]byte {
+	if peer == c.cfg.Self {
+		if o := c.own[r]; o != nil {
+			out := slices.Clone(o.cids)
+			slices.SortFunc(out, bytes.Compare)
+			return out
+		}
+		return nil
+	}
+	if ri := c.rounds[r]; ri != nil {
+		if a := ri.peers[peer]; a != nil {
+			return a.cids
+		}
+	}
+	return nil
+}
+
+// ranks is the codec rank of each tensor of this node's last encoding.
+func (c *Core) ranks() []int {
+	st := c.m.CodecStats()
+	out := make([]int, len(st))
+	for i, s := range st {
+		out[i] = s.Rank
+	}
+	return out
+}

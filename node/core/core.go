@@ -1,0 +1,323 @@
+package core
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
+	"github.com/lowband/lowband/verify"
+)
+
+// Message kinds: the gossip topics a Ready's messages go to (the values of p2p.Kind*).
+const (
+	KindShards   = "shards"
+	KindRecords  = "records"
+	KindEvidence = "evidence"
+)
+
+// DefaultMaxPendingEvidence is Config.MaxPendingEvidence when it is 0.
+const DefaultMaxPendingEvidence = 1024
+
+// ErrNoSigner is returned by LocalDone when no Signer was set: the node cannot sign its
+// contribution, so it does not make one.
+var ErrNoSigner = errors.New("core: no signer for the node's contribution")
+
+// ErrShard is returned (wrapped) by Shard for a shard that no validator passes: nil, of
+// another network or run, or with a peer ID or index out of form.
+var ErrShard = errors.New("core: shard out of form")
+
+// Config sets up a Core. Every field but Self and Round.Self comes from the network's params.
+type Config struct {
+	Self         string       // this node's canonical peer ID
+	Network, Run string       // for the shard headers it signs
+	Round        round.Config // Params.RoundConfig(self, 1); per-round weights come from the ledger
+	Deadline     DeadlineConfig
+	Checker      incentives.EvidenceChecker // Params.Checker
+	Limits       compress.Limits            // Params.Limits, to decode shard payloads
+	// MaxPendingEvidence bounds the evidence waiting for a record (0: the default); the
+	// oldest is dropped past it.
+	MaxPendingEvidence int
+}
+
+// Signer is the node's ephemeral key for the current epoch and its attestation bundle.
+type Signer struct {
+	Key        ed25519.PrivateKey
+	Bundle     []byte   // verify.Bundle, marshalled (Marshal()), for evidence about this node
+	BundleHash [32]byte // verify.Bundle.Hash()
+}
+
+// View is what validators need, published by the loop after each event.
+type View struct {
+	NextClose uint64 // first open round: shards for earlier rounds are late or replays
+	NextLocal uint64 // round of local work in progress
+	Window    uint64 // shards may be for rounds up to NextLocal+Window
+	Epoch     uint64 // attestation epoch of NextLocal
+}
+
+// Ready is what the caller does after an event, in this order: Commit (persist first), then
+// Publish, Fetch, Train, Summary. Nil or empty means nothing to do. The caller owns it.
+type Ready struct {
+	Commit  *Commit
+	Publish []Message // own signed shards, evidence, the commit record
+	Fetch   []Want    // slots missing when a round is about to close
+	Train   *round.Start
+	Summary *Summary // one per closed round
+}
+
+// Message is one gossip message to publish: Kind names the topic (KindShards...).
+type Message struct {
+	Kind string
+	Data []byte
+}
+
+// Want names a shard slot to fetch.
+type Want struct {
+	Round uint64
+	Peer  string
+	Index uint32
+}
+
+// Commit is what a closed round changes in the store, in one transaction.
+type Commit struct {
+	Record *incentives.Record
+	State  *incentives.State
+	Events []incentives.Event
+}
+
+// Summary describes a closed round.
+type Summary struct {
+	Round uint64
+	// Included lists the peers aggregated (sorted), this node included if it was.
+	Included []string
+	// Rejected counts the contributions left out at close by reason: "incomplete",
+	// "jailed", "weight", "decode", "cap", "equivocation".
+	Rejected          map[string]int
+	Evidence          int           // evidence items in the record
+	ContributionBytes int           // this node's own signed shard bytes for Round
+	Stall             time.Duration // local work blocked waiting for this round to close
+	Deadline          time.Duration // the adaptive deadline in force
+	ModelRoot         [32]byte      // round.State root after the close
+	StateRoot         [32]byte      // Record.NewRoot
+	LedgerRoot        [32]byte      // State.Root()
+	Ranks             []int         // codec ranks of the node's last encoding
+	Params            []training.Tensor
+}
+
+// Core is the node's round decisions: it owns the round machine, the ledger state, the
+// deadline and the pending evidence. Events come in with their time; what to persist,
+// publish, fetch and train comes out in a Ready. It does no I/O, reads no clock and is not
+// safe for concurrent use: one goroutine (the round loop) owns it.
+type Core struct {
+	cfg      Config
+	m        *round.Machine
+	ledger   *incentives.State
+	deadline *Deadline
+	signer   *Signer
+
+	nextClose, nextLocal uint64
+	maxShards            uint32 // bound on a contribution's shard count (maxShardsFor)
+	rounds               map[uint64]*roundIn
+	own                  map[uint64]*ownRound // own contributions of open rounds
+	pending              []incentives.Evidence
+	pendingIDs           map[incentives.ID]struct{}
+	blocked              time.Time // when local work began waiting for a close (zero: not waiting)
+}
+
+// ownRound is this node's contribution to an open round.
+type ownRound struct {
+	done  time.Time // LocalDone
+	cids  [][]byte
+	bytes int
+}
+
+// New returns a Core that resumes from st with the ledger state ledger, whose Round must
+// equal st.Round.
+func New(cfg Config, st round.State, ledger *incentives.State) (*Core, error) {
+	if cfg.Self == "" || cfg.Round.Self != cfg.Self {
+		return nil, fmt.Errorf("core: self %q and round config self %q", cfg.Self, cfg.Round.Self)
+	}
+	if err := verify.CheckPeerID(cfg.Self); err != nil {
+		return nil, fmt.Errorf("core: self: %w", err)
+	}
+	if cfg.Network == "" || cfg.Run == "" || len(cfg.Network) > verify.MaxIDLen || len(cfg.Run) > verify.MaxIDLen {
+		return nil, fmt.Errorf("core: network %q, run %q: need 1-%d bytes each", cfg.Network, cfg.Run, verify.MaxIDLen)
+	}
+	if cfg.Checker == nil || ledger == nil {
+		return nil, fmt.Errorf("core: config needs a checker and a ledger")
+	}
+	if ledger.Round != st.Round {
+		return nil, fmt.Errorf("core: ledger at round %d, model at round %d", ledger.Round, st.Round)
+	}
+	if cfg.MaxPendingEvidence <= 0 {
+		cfg.MaxPendingEvidence = DefaultMaxPendingEvidence
+	}
+	if cfg.Round.Window == 0 {
+		cfg.Round.Window = 1
+	}
+	d, err := NewDeadline(cfg.Deadline)
+	if err != nil {
+		return nil, err
+	}
+	m, err := round.New(cfg.Round, st)
+	if err != nil {
+		return nil, fmt.Errorf("core: %w", err)
+	}
+	n := 0
+	for _, t := range st.Params {
+		n += len(t.Data)
+	}
+	return &Core{
+		cfg: cfg, m: m, ledger: ledger, deadline: d, maxShards: maxShardsFor(n, len(st.Params)),
+		nextClose: st.Round, nextLocal: st.Round,
+		rounds: map[uint64]*roundIn{}, own: map[uint64]*ownRound{},
+		pendingIDs: map[incentives.ID]struct{}{},
+	}, nil
+}
+
+// SetSigner sets the key and bundle the node's next contributions are signed with: at start
+// and at each new epoch.
+func (c *Core) SetSigner(s Signer) { c.signer = &s }
+
+// Start starts the first local work (Ready.Train).
+func (c *Core) Start(now time.Time) (Ready, error) {
+	s, err := c.m.Start()
+	if err != nil {
+		return Ready{}, fmt.Errorf("core: %w", err)
+	}
+	return Ready{Train: &s}, nil
+}
+
+// LocalDone reports that local work for round r ended with the parameters local: the
+// contribution is compressed, each shard signed with the Signer and published. It fails
+// without a Signer, before anything changes. The round before may close at once.
+func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Ready, error) {
+	if c.signer == nil || len(c.signer.Key) != ed25519.PrivateKeySize {
+		return Ready{}, ErrNoSigner
+	}
+	if _, dup := c.own[r]; dup || r != c.nextLocal {
+		return Ready{}, fmt.Errorf("%w: local work done for round %d, expected %d", round.ErrOrder, r, c.nextLocal)
+	}
+	mr, err := c.m.LocalDone(r, local)
+	if err != nil {
+		return Ready{}, fmt.Errorf("core: %w", err)
+	}
+	c.nextLocal = r + 1
+	rd := Ready{Train: mr.Start}
+	if err := c.signOwn(now, mr.Send, &rd); err != nil {
+		return Ready{}, err
+	}
+	if rd.Train == nil {
+		c.blocked = now
+	}
+	return c.tryClose(now, rd)
+}
+
+// signOwn signs and publishes the shards of this node's contribution.
+func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
+	if len(out.Shards) > incentives.MaxShardsPerContribution {
+		return fmt.Errorf("core: round %d: %d shards, a record lists at most %d (raise the shard byte cap)", out.Round, len(out.Shards), incentives.MaxShardsPerContribution)
+	}
+	o := &ownRound{done: now}
+	for _, sh := range out.Shards {
+		h := verify.ShardHeader{
+			Network: c.cfg.Network, Run: c.cfg.Run, Round: out.Round, Peer: c.cfg.Self,
+			Index: uint32(sh.Index), Count: uint32(sh.Count), BundleHash: c.signer.BundleHash[:],
+		}
+		s, err := verify.SignShard(c.signer.Key, h, sh.Data)
+		if err != nil {
+			return fmt.Errorf("core: signing shard %d of round %d: %w", sh.Index, out.Round, err)
+		}
+		data, err := s.Marshal()
+		if err != nil {
+			return fmt.Errorf("core: encoding shard %d of round %d: %w", sh.Index, out.Round, err)
+		}
+		o.cids = append(o.cids, s.Header.PayloadCID)
+		o.bytes += len(data)
+		rd.Publish = append(rd.Publish, Message{Kind: KindShards, Data: data})
+	}
+	c.own[out.Round] = o
+	return nil
+}
+
+// Evidence adds evidence that decoded and passed the checker to what the next record
+// includes. Evidence already pending is ignored.
+func (c *Core) Evidence(e *incentives.Evidence) (Ready, error) {
+	if e == nil {
+		return Ready{}, errors.New("core: nil evidence")
+	}
+	c.addEvidence(*e)
+	return Ready{}, nil
+}
+
+// addEvidence adds e to the pending evidence unless it is there already, dropping the oldest
+// past the bound. It reports whether e was added.
+func (c *Core) addEvidence(e incentives.Evidence) bool {
+	id := e.ID()
+	if _, dup := c.pendingIDs[id]; dup {
+		return false
+	}
+	c.pending = append(c.pending, e)
+	c.pendingIDs[id] = struct{}{}
+	c.trimEvidence()
+	return true
+}
+
+// setPending replaces the pending evidence with es (bounded).
+func (c *Core) setPending(es []incentives.Evidence) {
+	c.pending = es
+	c.pendingIDs = make(map[incentives.ID]struct{}, len(es))
+	for i := range es {
+		c.pendingIDs[es[i].ID()] = struct{}{}
+	}
+	c.trimEvidence()
+}
+
+func (c *Core) trimEvidence() {
+	for len(c.pending) > c.cfg.MaxPendingEvidence {
+		delete(c.pendingIDs, c.pending[0].ID())
+		c.pending = c.pending[1:]
+	}
+}
+
+// Tick closes the next round when the deadline allows it.
+func (c *Core) Tick(now time.Time) (Ready, error) { return c.tryClose(now, Ready{}) }
+
+// Finish tells the Core no more local work will be done: the remaining rounds close on
+// Tick without waiting for it.
+func (c *Core) Finish() {
+	c.m.Finish()
+	c.blocked = time.Time{}
+}
+
+// View returns what validators need to place a shard's round.
+func (c *Core) View() View {
+	return View{NextClose: c.nextClose, NextLocal: c.nextLocal, Window: c.cfg.Round.Window, Epoch: c.epoch(c.nextLocal)}
+}
+
+// epoch is the attestation epoch of round r, by the checker's epoch length.
+func (c *Core) epoch(r uint64) uint64 {
+	var n uint64
+	switch ch := c.cfg.Checker.(type) {
+	case *incentives.Checker:
+		n = ch.EpochRounds
+	case *incentives.CheckCache:
+		if in, ok := ch.Inner.(*incentives.Checker); ok {
+			n = in.EpochRounds
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return r / n
+}
+
+// Ledger returns the ledger state in force (the caller must not modify it).
+func (c *Core) Ledger() *incentives.State { return c.ledger }
+
+// ModelRoot is the root of the round state: the rounds closed so far, θ and momentum.
+func (c *Core) ModelRoot() [32]byte { return c.m.State().Root() }

@@ -1,0 +1,68 @@
+package round
+
+import (
+	"encoding/hex"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/lowband/lowband/training"
+)
+
+// rootState is a small state with values whose bits exercise sign, exponent and mantissa.
+func rootState() State {
+	return State{
+		Round: 7,
+		Params: []training.Tensor{
+			{Name: "w", Shape: []int{2, 2}, Data: []float64{1, -0.5, math.Pi, 1e-300}},
+			{Name: "b", Shape: []int{2}, Data: []float64{0, math.Copysign(0, -1)}},
+		},
+		Momentum: []float64{0.25, -3, 0, 1e10, 2, 5},
+	}
+}
+
+// The root is a fixed function of the bytes: a golden value pins the encoding, so a change
+// of architecture, Go version or field order that changes it fails here.
+func TestModelRootGolden(t *testing.T) {
+	const want = "9100d6d45039b77c7b7778ec2ba91c9a7b231e22c4cfb3ab660f363c63a04515"
+	got := rootState().Root()
+	if hex.EncodeToString(got[:]) != want {
+		t.Fatalf("model root %x, want %s", got, want)
+	}
+}
+
+func TestModelRootChangesWithEveryBit(t *testing.T) {
+	base := rootState().Root()
+	flip := func(xs []float64, i int, bit uint) {
+		xs[i] = math.Float64frombits(math.Float64bits(xs[i]) ^ 1<<bit)
+	}
+	cases := map[string]func(s *State){
+		"theta lowest bit":    func(s *State) { flip(s.Params[0].Data, 2, 0) },
+		"theta sign of zero":  func(s *State) { flip(s.Params[1].Data, 1, 63) },
+		"momentum lowest bit": func(s *State) { flip(s.Momentum, 3, 0) },
+		"round":               func(s *State) { s.Round++ },
+		"name":                func(s *State) { s.Params[1].Name = "c" },
+		"shape":               func(s *State) { s.Params[0].Shape = []int{4, 1} },
+		"momentum nil":        func(s *State) { s.Momentum = nil },
+		"tensor boundary":     func(s *State) { s.Params[0].Name, s.Params[1].Name = "wb", "" },
+	}
+	for name, change := range cases {
+		s := rootState()
+		change(&s)
+		if s.Root() == base {
+			t.Errorf("%s: root unchanged", name)
+		}
+	}
+	zeros := rootState()
+	zeros.Momentum = make([]float64, len(zeros.Momentum))
+	none := rootState()
+	none.Momentum = nil
+	if zeros.Root() == none.Root() {
+		t.Error("a momentum of zeros has the root of no momentum")
+	}
+	c := rootState()
+	c.Params[0].Data = slices.Clone(c.Params[0].Data)
+	if c.Root() != base {
+		t.Error("a copy of the state has another root")
+	}
+}
