@@ -8,43 +8,12 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/lowband/lowband/node"
 )
 
 // maxStatusFile caps a saved status file, as apiGet caps the answer it came from.
 const maxStatusFile = 16 << 20
-
-// testnetStatus is the part of GET /status (as `lowband status --json` prints it) that the
-// testnet summary reads.
-type testnetStatus struct {
-	PeerID   string          `json:"peer_id"`
-	Training *trainingStatus `json:"training"`
-}
-
-// trainingStatus is the /status "training" object of a node that trains.
-type trainingStatus struct {
-	InitialLoss        float64       `json:"initial_loss"`
-	StateRoot          string        `json:"state_root"`
-	LedgerRoot         string        `json:"ledger_root"`
-	WireBytesSent      int64         `json:"wire_bytes_sent"`
-	WireBytesReceived  int64         `json:"wire_bytes_received"`
-	VerifyCPUS         float64       `json:"verify_cpu_s"`
-	PeakRSSBytes       int64         `json:"peak_rss_bytes"`
-	DenseBytesPerRound int64         `json:"dense_bytes_per_round"`
-	Slashed            []string      `json:"slashed"`
-	Adversary          string        `json:"adversary"` // the kind of a node that misbehaves on purpose
-	Rounds             []roundStatus `json:"rounds"`
-}
-
-// roundStatus is one closed round in the /status "training" object.
-type roundStatus struct {
-	Round             uint64   `json:"round"`
-	Loss              *float64 `json:"loss"` // null until the node has scored the round
-	Included          []string `json:"included"`
-	ContributionBytes int64    `json:"contribution_bytes"`
-	StallS            float64  `json:"stall_s"`
-	StateRoot         string   `json:"state_root"`
-	LedgerRoot        string   `json:"ledger_root"`
-}
 
 // testnetSummary is summary.json: the rounds every node closed, and per node what it
 // measured over them.
@@ -70,10 +39,11 @@ type nodeSummary struct {
 	Slashed           []string   `json:"slashed"`
 }
 
-// namedStatus is a node's last status and the name the table gives it.
+// namedStatus is a node's last status (GET /status, as `lowband status --json` prints it)
+// and the name the table gives it.
 type namedStatus struct {
 	Name   string
-	Status testnetStatus
+	Status node.Status
 }
 
 // readStatusFile reads a status file saved by `lowband status --json`; the node is named
@@ -164,7 +134,8 @@ func summarise(nodes []namedStatus, limit int) (*testnetSummary, error) {
 			StateRoot: t.StateRoot, LedgerRoot: t.LedgerRoot,
 			WireBytesSent: t.WireBytesSent, WireBytesReceived: t.WireBytesReceived,
 			VerifyCPUS: t.VerifyCPUS, PeakRSSBytes: t.PeakRSSBytes,
-			Adversary: t.Adversary, Slashed: nonNil(t.Slashed),
+			Slashed:   nonNil(t.Slashed),
+			Adversary: "", // /status names no adversary kind yet: every node is honest
 		}
 		for k, r := range roundsFrom(t.Rounds, from, n) {
 			if r.Round != from+uint64(k) {
@@ -172,7 +143,7 @@ func summarise(nodes []namedStatus, limit int) (*testnetSummary, error) {
 			}
 			out.Loss = append(out.Loss, r.Loss)
 			out.Included = append(out.Included, nonNil(r.Included))
-			out.ContributionBytes += r.ContributionBytes
+			out.ContributionBytes += int64(r.ContributionBytes)
 			out.StallS += r.StallS
 			out.StateRoot, out.LedgerRoot = r.StateRoot, r.LedgerRoot
 		}
@@ -183,7 +154,7 @@ func summarise(nodes []namedStatus, limit int) (*testnetSummary, error) {
 
 // roundsFrom returns the n rounds of rs starting at round from (fewer if rs has a gap,
 // which the caller reports).
-func roundsFrom(rs []roundStatus, from uint64, n int) []roundStatus {
+func roundsFrom(rs []node.RoundStatus, from uint64, n int) []node.RoundStatus {
 	for i, r := range rs {
 		if r.Round == from {
 			return rs[i:min(i+n, len(rs))]

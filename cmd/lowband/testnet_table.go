@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/lowband/lowband/node"
 )
 
 // maxTableRows is how many rounds the loss table shows; longer runs show every k-th round
@@ -73,7 +75,7 @@ func fmtLoss(l *float64) string {
 
 // lossDrop is "initial->last (-x%)" over the scored losses; without an initial loss, from
 // the first round's.
-func lossDrop(initial float64, loss []*float64) string {
+func lossDrop(initialLoss *float64, loss []*float64) string {
 	var scored []float64
 	for _, l := range loss {
 		if l != nil {
@@ -83,15 +85,16 @@ func lossDrop(initial float64, loss []*float64) string {
 	if len(scored) == 0 {
 		return "-"
 	}
-	if initial == 0 {
-		initial = scored[0]
+	initial := scored[0]
+	if initialLoss != nil {
+		initial = *initialLoss
 	}
 	last := scored[len(scored)-1]
 	return fmt.Sprintf("%.3f->%.3f (%+.0f%%)", initial, last, 100*(last-initial)/initial)
 }
 
 // wirePerRound is the node's wire bytes, sent plus received, per round it closed.
-func wirePerRound(t *trainingStatus) int64 {
+func wirePerRound(t *node.TrainingStatus) int64 {
 	closed := int64(t.Rounds[len(t.Rounds)-1].Round) + 1
 	return (t.WireBytesSent + t.WireBytesReceived) / closed
 }
@@ -144,7 +147,7 @@ func writeRatios(w io.Writer, nodes []namedStatus, s *testnetSummary) {
 	from, _ := window(nodes, s.Rounds)
 	for _, ns := range nodes {
 		for _, r := range roundsFrom(ns.Status.Training.Rounds, from, s.Rounds) {
-			maxContrib = max(maxContrib, r.ContributionBytes)
+			maxContrib = max(maxContrib, int64(r.ContributionBytes))
 		}
 		maxWire = max(maxWire, wirePerRound(ns.Status.Training))
 	}
