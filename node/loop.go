@@ -9,6 +9,7 @@ import (
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/training/round"
 )
 
@@ -31,15 +32,18 @@ type loopDeps struct {
 	commit func(*core.Commit) error
 	// publish sends a message on the topic of kind.
 	publish func(ctx context.Context, kind string, data []byte) error
-	// keep adds one of the node's own shards to what it serves by fetch (nil: nothing).
-	keep func(data []byte)
 	// fetch asks peers for missing shard slots; it must not block, and what it gets goes
 	// through the validators into the inbox (nil: no fetching).
 	fetch func(ctx context.Context, wants []core.Want)
-	// attest makes, publishes and registers the node's bundle of an epoch, and returns its
-	// signer; republish sends the current bundle again (nil: never).
-	attest    func(ctx context.Context, epoch uint64) (core.Signer, error)
-	republish func(ctx context.Context)
+	// attest makes, registers and publishes the node's bundle of an epoch, and returns its
+	// signer; with an error, the signer is usable if it has a key (the publish failed).
+	attest func(ctx context.Context, epoch uint64) (core.Signer, error)
+	// view tells the validators the core's view after each event (nil: nobody).
+	view func(core.View)
+	// ready reports whether every genesis peer is there to train with (on the shards
+	// topic). The first local work waits for it, at most startWait, so that round 0 starts
+	// together (nil: start at once).
+	ready func() bool
 }
 
 // loop is the node's round loop: the only goroutine that touches the core. It selects on
@@ -55,11 +59,13 @@ type loop struct {
 	train *trainer
 	eval  *evaluator
 
-	inbox chan any // shardIn or evidenceIn; filled by the validators
-	done  chan localDone
-	evals chan evalResult
-	view  atomic.Pointer[core.View]
-	epoch uint64 // epoch of the signer in use
+	inbox     chan any // shardIn or evidenceIn; filled by the validators
+	done      chan localDone
+	evals     chan evalResult
+	view      atomic.Pointer[core.View]
+	startWait time.Duration // longest wait for the genesis peers before round 0
+	epoch     uint64        // epoch of the signer in use
+	bundle    []byte        // its bundle, republished for late joiners
 }
 
 func newLoop(c *core.Core, clk clock, deps loopDeps, log *slog.Logger, prog *progress, tr *trainer, ev *evaluator) *loop {
@@ -68,6 +74,15 @@ func newLoop(c *core.Core, clk clock, deps loopDeps, log *slog.Logger, prog *pro
 	v := c.View()
 	l.view.Store(&v)
 	return l
+}
+
+// setView publishes the core's view to the validators.
+func (l *loop) setView() {
+	v := l.core.View()
+	l.view.Store(&v)
+	if l.deps.view != nil {
+		l.deps.view(v)
+	}
 }
 
 // View is the core's view after the last event. Safe for concurrent use.
@@ -95,6 +110,11 @@ func (l *loop) run(ctx context.Context, initial round.State) error {
 	go l.train.run(ctx, l.done)
 	go l.eval.run(ctx, l.evals)
 	l.eval.submit(evalJob{initial: true, params: initial.Params})
+	t := l.clk.NewTicker(tickInterval)
+	defer t.Stop()
+	if l.waitForPeers(ctx, t); ctx.Err() != nil {
+		return nil
+	}
 	if err := l.setSigner(ctx, l.View().Epoch); err != nil {
 		return err
 	}
@@ -105,8 +125,6 @@ func (l *loop) run(ctx context.Context, initial round.State) error {
 	if err := l.apply(ctx, rd); err != nil {
 		return err
 	}
-	t := l.clk.NewTicker(tickInterval)
-	defer t.Stop()
 	for {
 		var rd core.Ready
 		var err error
@@ -131,6 +149,29 @@ func (l *loop) run(ctx context.Context, initial round.State) error {
 		}
 		if err := l.apply(ctx, rd); err != nil {
 			return err
+		}
+	}
+}
+
+// waitForPeers waits, tick by tick, until every genesis peer is there or startWait has
+// passed. Evaluations are reported meanwhile; the inbox waits.
+func (l *loop) waitForPeers(ctx context.Context, t ticker) {
+	if l.deps.ready == nil || l.deps.ready() {
+		return
+	}
+	l.log.Info("waiting for the genesis peers", "at_most", l.startWait)
+	until := l.clk.Now().Add(l.startWait)
+	for !l.deps.ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-l.evals:
+			l.prog.evaluated(e)
+		case now := <-t.C():
+			if !now.Before(until) {
+				l.log.Info("starting without every genesis peer")
+				return
+			}
 		}
 	}
 }
@@ -160,9 +201,6 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 		}
 	}
 	for _, m := range rd.Publish {
-		if m.Kind == core.KindShards && l.deps.keep != nil {
-			l.deps.keep(m.Data)
-		}
 		if err := l.deps.publish(ctx, m.Kind, m.Data); err != nil && ctx.Err() == nil {
 			l.log.Warn("publishing", "kind", m.Kind, "bytes", len(m.Data), "err", err)
 		}
@@ -178,9 +216,8 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 	if rd.Summary != nil {
 		l.closed(ctx, rd.Summary, rd.Commit)
 	}
-	v := l.core.View()
-	l.view.Store(&v)
-	if v.Epoch != l.epoch {
+	l.setView()
+	if v := l.View(); v.Epoch != l.epoch {
 		return l.setSigner(ctx, v.Epoch)
 	}
 	return nil
@@ -189,10 +226,14 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 // setSigner attests the node for epoch and gives the core the new signer.
 func (l *loop) setSigner(ctx context.Context, epoch uint64) error {
 	s, err := l.deps.attest(ctx, epoch)
-	if err != nil {
+	if err != nil && len(s.Key) == 0 {
 		return fmt.Errorf("attesting for epoch %d: %w", epoch, err)
 	}
+	if err != nil {
+		l.log.Warn("attestation", "epoch", epoch, "err", err)
+	}
 	l.core.SetSigner(s)
+	l.bundle = s.Bundle
 	l.epoch = epoch
 	l.prog.setEpoch(epoch)
 	return nil
@@ -202,8 +243,10 @@ func (l *loop) setSigner(ctx context.Context, epoch uint64) error {
 func (l *loop) closed(ctx context.Context, s *core.Summary, c *core.Commit) {
 	scored := l.eval.submit(evalJob{round: s.Round, params: s.Params})
 	l.prog.roundClosed(roundStatus(s, l.clk.Now()), slashedIn(c), scored)
-	if s.Round%republishEvery == republishEvery-1 && l.deps.republish != nil {
-		l.deps.republish(ctx)
+	if s.Round%republishEvery == republishEvery-1 {
+		if err := l.deps.publish(ctx, p2p.KindAttest, l.bundle); err != nil && ctx.Err() == nil {
+			l.log.Warn("republishing the bundle", "err", err)
+		}
 	}
 }
 

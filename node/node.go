@@ -42,6 +42,7 @@ type Node struct {
 	api     *apiServer
 	ledger  *ledger        // nil on a bootstrap node
 	train   *trainingParts // nil on a bootstrap node
+	checks  *fullChecks    // nil on a bootstrap node
 	started time.Time
 	rng     *rand.Rand // samples the peers cache; used only by Run's goroutine
 
@@ -97,7 +98,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	if n.ledger != nil {
-		if err := n.startTraining(key, reg); err != nil {
+		if err := n.startTraining(key, met, reg); err != nil {
 			return nil, err
 		}
 	}
@@ -107,9 +108,16 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	}
 	// Every topic is joined with its validator, on a bootstrap node too: a relay without
 	// one would forward anything. A bootstrap node runs the wire checks alone.
-	pcfg.Validators = validators(wireOf(opts.Spec), nil, met)
+	var full map[string]fullCheck
+	if n.checks != nil {
+		full = n.checks.checks()
+	}
+	pcfg.Validators = validators(wireOf(opts.Spec), full, met)
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
+	}
+	if n.checks != nil {
+		n.serveFetch()
 	}
 	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, extra); err != nil {
 		return nil, err
@@ -211,6 +219,9 @@ func (n *Node) Close() error {
 			if err := os.Remove(n.opts.Home.APIAddrPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
+		}
+		if n.checks != nil {
+			n.checks.close()
 		}
 		if n.host != nil {
 			errs = append(errs, n.host.Close())

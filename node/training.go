@@ -2,11 +2,10 @@ package node
 
 import (
 	"context"
-	"crypto/ed25519"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
-	"github.com/lowband/lowband/node/attest"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/training"
@@ -50,13 +48,9 @@ type trainingParts struct {
 }
 
 // newTraining builds the node's training: data, trainer, evaluator, core, progress and the
-// loop, from the spec and the ledger state led. deps are the loop's edges; g the gauges
+// loop, from the network's params and the ledger state led. deps are the loop's edges; g the gauges
 // progress reads (inbox depth is the loop's own).
-func newTraining(s *configs.Spec, cfg *configs.Config, self string, led *incentives.State, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
-	p, err := NewParams(s)
-	if err != nil {
-		return nil, fmt.Errorf("network spec: %w", err)
-	}
+func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, led *incentives.State, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
 	st, err := p.Initial()
 	if err != nil {
 		return nil, err
@@ -87,6 +81,7 @@ func newTraining(s *configs.Spec, cfg *configs.Config, self string, led *incenti
 		return nil, err
 	}
 	l = newLoop(c, clk, deps, log, prog, tr, ev)
+	l.startWait = p.Deadline.Max
 	return &trainingParts{params: p, initial: st, loop: l, prog: prog}, nil
 }
 
@@ -99,52 +94,86 @@ func denseBytes(ts []training.Tensor) int64 {
 	return 4 * n
 }
 
-// startTraining builds the node's training before its host starts (the validators feed the
-// loop from the first message): the loop's edges reach the host through n once it exists.
-func (n *Node) startTraining(key crypto.PrivKey, reg prometheus.Registerer) error {
+// startTraining builds the node's training before its host starts, since the validators
+// feed the loop from the first message: the full checks, the attestor, the loop. Their
+// edges reach the host through n once it exists.
+func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometheus.Registerer) error {
 	id, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return err
 	}
-	prod, err := attest.NewProducer(n.opts.Config.Attest, n.opts.Home.Dir)
+	s := n.opts.Spec
+	p, err := NewParams(s)
+	if err != nil {
+		return fmt.Errorf("network spec: %w", err)
+	}
+	publish := func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) }
+	w := wireOf(s)
+	n.checks = newFullChecks(fullConfig{
+		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
+		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
+		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
+		Publish: publish, Metrics: met, Log: n.log,
+	})
+	att, err := newAttestor(n.opts.Config.Attest, n.opts.Home.Dir, key, s, n.checks.reg, publish)
 	if err != nil {
 		return fmt.Errorf("attestation producer: %w", err)
 	}
 	deps := loopDeps{
-		commit:  n.ledger.commit,
-		publish: func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) },
-		attest: func(ctx context.Context, epoch uint64) (core.Signer, error) {
-			return attestEpoch(ctx, prod, n.opts.Spec, key, epoch, n.host)
-		},
+		commit: n.ledger.commit, publish: publish, attest: att.attest,
+		fetch: n.fetchWants, view: n.checks.setView,
+		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
 	}
 	g := gauges{
 		bandwidth: func() (int64, int64) { return n.host.Bandwidth() },
-		verifyCPU: func() time.Duration { return 0 },
-		stash:     func() int { return 0 },
+		verifyCPU: func() time.Duration { return time.Duration(n.checks.verifySeconds() * float64(time.Second)) },
+		stash:     func() int { e, _ := n.checks.stash.Len(); return e },
 	}
-	n.train, err = newTraining(n.opts.Spec, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
+	n.train, err = newTraining(p, s, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
 	return err
 }
 
-// attestEpoch makes the node's bundle for an epoch with a fresh ephemeral key and
-// publishes it on the attest topic.
-func attestEpoch(ctx context.Context, prod attest.Producer, s *configs.Spec, key crypto.PrivKey, epoch uint64, h *p2p.Host) (core.Signer, error) {
-	pub, priv, err := ed25519.GenerateKey(crand.Reader)
-	if err != nil {
-		return core.Signer{}, err
+// genesisPresent reports whether every genesis peer but self is on the shards topic.
+func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
+	present := n.host.TopicPeers(p2p.KindShards)
+	for _, st := range g.Stakes {
+		id, err := peer.Decode(st.Peer)
+		if err == nil && id != self && !slices.Contains(present, id) {
+			return false
+		}
 	}
-	b, err := attest.Attest(ctx, prod, s.NetworkID(), s.Run, key, epoch, pub)
-	if err != nil {
-		return core.Signer{}, err
+	return true
+}
+
+// serveFetch answers the fetch protocol from the bundle registry and the content store.
+func (n *Node) serveFetch() {
+	srv := newFetchServer(n.checks.reg, n.checks.content)
+	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
+}
+
+// fetchWants asks the peers of the shards topic for the shard slots a round about to close
+// lacks, the slot's own peer first, off the loop's goroutine.
+func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
+	peers := n.host.TopicPeers(p2p.KindShards)
+	for _, w := range wants {
+		order := slices.Clone(peers)
+		if id, err := peer.Decode(w.Peer); err == nil {
+			if i := slices.Index(order, id); i > 0 {
+				order[0], order[i] = order[i], order[0]
+			}
+		}
+		k := slot{round: w.Round, peer: w.Peer, index: w.Index}
+		if !n.checks.goAsync(func(ctx context.Context) { n.checks.fetchWant(ctx, order, k) }) {
+			return // MaxAsync fetches in flight: the rest waits for the next round
+		}
 	}
-	data, err := b.Marshal()
-	if err != nil {
-		return core.Signer{}, err
-	}
-	if err := h.Publish(ctx, p2p.KindAttest, data); err != nil {
-		return core.Signer{}, fmt.Errorf("publishing the bundle of epoch %d: %w", epoch, err)
-	}
-	return core.Signer{Key: priv, Bundle: data, BundleHash: b.Hash()}, nil
+}
+
+// lateHost is the node's host for what is built before it: used only once it runs.
+type lateHost struct{ n *Node }
+
+func (h lateHost) Request(ctx context.Context, to peer.ID, proto string, req []byte, maxResp int) ([]byte, error) {
+	return h.n.host.Request(ctx, to, proto, req, maxResp)
 }
 
 // subscribe joins the topics the node needs as a subscriber, so that gossipsub puts it in
