@@ -40,10 +40,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			peersCommand(),
 			statusCommand(),
 			ledgerCommand(),
+			testnetCommand(),
 			bootstrapCommand(),
 			attestCommand(),
 			benchCommand(),
-			testnetCommand(),
 			versionCommand(),
 		},
 	}
