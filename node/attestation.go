@@ -251,9 +251,10 @@ func (f *fullChecks) bundle(_ context.Context, fwd peer.ID, data []byte, obj any
 
 // addBundle verifies a bundle at the current epoch and holds it, then checks the shards
 // stashed while it was unknown (those under a failing bundle become evidence or are
-// rejected). A bundle out of its epoch window is ignored (late).
+// rejected). A bundle out of its epoch window is ignored (late, or future when ahead).
 func (f *fullChecks) addBundle(data []byte) (p2p.Result, string) {
-	hb, err := f.reg.add(data, f.view.Load().Epoch)
+	epoch := f.view.Load().Epoch
+	hb, err := f.reg.add(data, epoch)
 	stale := verify.ClassOf(err) == verify.ClassStale
 	if hb != nil && !stale {
 		f.drain(hb.b.Hash())
@@ -261,35 +262,79 @@ func (f *fullChecks) addBundle(data []byte) (p2p.Result, string) {
 	switch {
 	case err == nil:
 		return p2p.Accept, reasonOK
+	case stale && hb.b.Epoch > epoch:
+		return p2p.Ignore, reasonFuture
 	case stale:
 		return p2p.Ignore, reasonLate
 	}
 	return p2p.Reject, reasonBundleInvalid
 }
 
-// drain checks the shards stashed under a bundle hash now that the bundle is held,
-// counting each result as the shards topic's.
+// drain checks the shards stashed under a bundle hash now that the bundle is held, their
+// signatures in one batch, counting each result as the shards topic's.
 func (f *fullChecks) drain(h [32]byte) {
+	var all, signed []*waiting
 	for _, data := range f.stash.Take(string(h[:])) {
-		r, reason := f.recheck(data)
-		f.cfg.Metrics.counted(p2p.KindShards, r, reason)
+		w := &waiting{data: data}
+		if w.r, w.reason = f.prepare(w); w.r == p2p.Accept {
+			signed = append(signed, w)
+		}
+		all = append(all, w)
+	}
+	shards, keys := make([]*verify.Shard, len(signed)), make([]ed25519.PublicKey, len(signed))
+	for i, w := range signed {
+		shards[i], keys[i] = w.s, w.key
+	}
+	errs := f.checkSignatures(shards, keys)
+	for i, w := range signed {
+		w.r, w.reason = p2p.Reject, reasonSignature
+		if errs[i] == nil {
+			w.r, w.reason = f.checked(w.s, w.data, w.hb, false)
+		}
+	}
+	for _, w := range all {
+		f.cfg.Metrics.counted(p2p.KindShards, w.r, w.reason)
 	}
 }
 
-// recheck runs every check on a shard's bytes that came other than by gossip (stash,
-// fetch), except that an unknown bundle is not fetched again.
-func (f *fullChecks) recheck(data []byte) (p2p.Result, string) {
-	obj, r, reason := f.cfg.Wire.shard(data)
+// waiting is a shard's bytes on their way through the checks: what prepare found.
+type waiting struct {
+	data   []byte
+	s      *verify.Shard
+	hb     *heldBundle
+	key    ed25519.PublicKey
+	r      p2p.Result
+	reason string
+}
+
+// prepare runs the checks of a shard's bytes that came other than by gossip (stash,
+// fetch) up to its signature, without fetching an unknown bundle: wire, window, bundle
+// held and verified for the round, peer.
+func (f *fullChecks) prepare(w *waiting) (p2p.Result, string) {
+	obj, r, reason := f.cfg.Wire.shard(w.data)
 	if r != p2p.Accept {
 		return r, reason
 	}
-	s := obj.(*verify.Shard)
-	if r, reason := window(*f.view.Load(), s.Header.Round); r != p2p.Accept {
+	w.s = obj.(*verify.Shard)
+	if r, reason := window(*f.view.Load(), w.s.Header.Round); r != p2p.Accept {
 		return r, reason
 	}
-	hb, ok := f.reg.get([32]byte(s.Header.BundleHash))
-	if !ok {
+	var ok bool
+	if w.hb, ok = f.reg.get([32]byte(w.s.Header.BundleHash)); !ok {
 		return p2p.Ignore, reasonBundleUnknown
 	}
-	return f.signed(s, data, hb, false)
+	w.key, r, reason = f.attestedKey(w.s, w.hb)
+	return r, reason
+}
+
+// recheck runs every check on a shard's bytes that came other than by gossip.
+func (f *fullChecks) recheck(data []byte) (p2p.Result, string) {
+	w := &waiting{data: data}
+	if r, reason := f.prepare(w); r != p2p.Accept {
+		return r, reason
+	}
+	if err := f.checkSignature(w.s, w.key); err != nil {
+		return p2p.Reject, reasonSignature
+	}
+	return f.checked(w.s, data, w.hb, false)
 }

@@ -164,24 +164,32 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 	return data, nil
 }
 
+// maxFetchesPerPeer bounds the bundle fetches in flight from one neighbour, so that one
+// forwarding shards under bundles it never serves cannot take every fetch slot.
+const maxFetchesPerPeer = 2
+
 // wantBundle fetches a bundle from the neighbour that forwarded a shard naming it, off
-// the validator's goroutine: at most one fetch per hash at a time, and none when MaxAsync
-// are in flight (a later shard naming it asks again). The stashed shards are checked when
-// it arrives.
+// the validator's goroutine: at most one fetch per hash and maxFetchesPerPeer per
+// neighbour at a time, and none when MaxAsync are in flight (a later shard naming it asks
+// again). The stashed shards are checked when it arrives.
 func (f *fullChecks) wantBundle(h [32]byte, from peer.ID) {
 	if from == f.cfg.Self || f.cfg.Fetch == nil {
 		return
 	}
 	f.mu.Lock()
-	if f.pending[h] {
+	if f.pending[h] || f.fetching[from] >= maxFetchesPerPeer {
 		f.mu.Unlock()
 		return
 	}
 	f.pending[h] = true
+	f.fetching[from]++
 	f.mu.Unlock()
 	done := func() {
 		f.mu.Lock()
 		delete(f.pending, h)
+		if f.fetching[from]--; f.fetching[from] == 0 {
+			delete(f.fetching, from)
+		}
 		f.mu.Unlock()
 	}
 	if !f.goAsync(func(ctx context.Context) {
@@ -224,7 +232,10 @@ func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) boo
 		return false
 	}
 	for _, p := range peers {
-		if p == f.cfg.Self || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return false
+		}
+		if p == f.cfg.Self {
 			continue
 		}
 		data, err := f.cfg.Fetch.fetch(ctx, p, slotRequest(k))

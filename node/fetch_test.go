@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -138,5 +139,61 @@ func TestFetchRoundTripBetweenHosts(t *testing.T) {
 		if in := (<-ft.inbox).(shardIn); in.shard.Header.Index != uint32(i) {
 			t.Fatalf("inbox %d: index %d", i, in.shard.Header.Index)
 		}
+	}
+}
+
+// TestGossipedShardBeforeItsBundleReachesTheLoop: over real gossip, a shard that arrives
+// before its bundle is stashed, the bundle fetched from the neighbour that forwarded the
+// shard, and the shard reaches the loop once.
+func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sw, err := p2ptest.Start(ctx, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	sender, receiver := sw.Boot, sw.Hosts[0]
+
+	served := newFullTest(t, 16, nil)
+	fx := served.fx
+	alice := fx.Bundle("alice", "")
+	served.holdBundle(alice)
+	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content).handle)
+
+	ft := newFullTest(t, 16, func(c *fullConfig) {
+		c.Self = receiver.ID()
+		c.Fetch = newFetchClient(receiver, fx.Network, c.Wire)
+	})
+	for kind, v := range ft.vals {
+		if err := receiver.SetValidator(kind, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := receiver.Subscribe(p2p.KindShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	if err := p2ptest.Poll(ctx, "the receiver in the sender's shards topic", 10*time.Millisecond, func() bool {
+		return slices.Contains(sender.TopicPeers(p2p.KindShards), receiver.ID())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sender.Publish(ctx, p2p.KindShards, marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload")))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-ft.inbox:
+		if in, ok := ev.(shardIn); !ok || in.shard.Header.Peer != incentivestest.PeerID("alice") {
+			t.Fatalf("inbox got %T", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("the shard never reached the loop")
+	}
+	ft.f.wg.Wait()
+	if len(ft.inbox) != 0 || ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown) != 1 || ft.count(p2p.KindAttest, p2p.Accept, reasonOK) != 1 {
+		t.Fatalf("inbox %d more; counted: %v stashed, %v bundles fetched", len(ft.inbox),
+			ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown), ft.count(p2p.KindAttest, p2p.Accept, reasonOK))
 	}
 }

@@ -188,7 +188,7 @@ func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := newTraining(s, cfg, id.String(), led, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	tp, err := newTraining(p, s, cfg, id.String(), led, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,12 @@ func swarmSpec(t *testing.T, peers []string) *configs.Spec {
 // startSwarm starts a bootstrap node and n training nodes on loopback, each with its own
 // home, on one generated spec; it stops them when the test ends.
 func startSwarm(t *testing.T, ctx context.Context, n int) []*Node {
+	nodes, _, _ := startSwarmAt(t, ctx, n)
+	return nodes
+}
+
+// startSwarmAt is startSwarm, also returning the spec and the bootstrap node.
+func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.Spec, *Node) {
 	t.Helper()
 	homes := make([]configs.Home, n)
 	cfgs := make([]*configs.Config, n)
@@ -61,7 +67,7 @@ func startSwarm(t *testing.T, ctx context.Context, n int) []*Node {
 		cfgs[i].P2P.Bootstrap = []string{maddr}
 		nodes[i] = runNode(t, ctx, Options{Home: homes[i], Config: cfgs[i], Spec: s})
 	}
-	return nodes
+	return nodes, s, boot
 }
 
 // runNode starts a node and runs it until the test ends.

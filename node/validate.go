@@ -199,8 +199,10 @@ func window(v core.View, round uint64) (p2p.Result, string) {
 	return p2p.Accept, reasonOK
 }
 
-// fullConfig is what the full checks use. Registry, Stash and Content may be nil (new
-// ones are made); the others must be set, except Fetch (no fetching), Log and Now.
+// fullConfig is what the full checks use. Stash and Content may be nil (new ones are
+// made); the others must be set, except Fetch (no fetching), Log and Now. The full checks
+// make the bundle registry (fullChecks.reg), so that the time spent verifying bundles is
+// counted: the attestor and the fetch server use that one.
 type fullConfig struct {
 	Self peer.ID // this node: its own publishes are checked but not delivered
 	Wire wire
@@ -209,7 +211,6 @@ type fullConfig struct {
 	Checker *incentives.Checker
 	// EvidenceWindow is the ledger's evidence window in rounds (Params.Ledger).
 	EvidenceWindow uint64
-	Registry       *registry
 	Stash          *Stash
 	Content        *contentStore
 	Fetch          *fetchClient
@@ -249,16 +250,21 @@ type fullChecks struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	pending map[[32]byte]bool           // bundles being fetched
-	made    map[incentives.Offence]bool // offences this node made evidence of
+	mu       sync.Mutex
+	pending  map[[32]byte]bool           // bundles being fetched
+	fetching map[peer.ID]int             // bundle fetches in flight by neighbour
+	made     map[incentives.Offence]bool // offences this node made evidence of
 }
 
 // maxMade bounds the offences remembered; past it they are forgotten at once.
 const maxMade = 4096
 
-// newFullChecks returns the full checks, starting at the zero view; close stops the
-// fetches and publications in flight.
+// newFullChecks returns the full checks, starting at the zero view. The loop wires them
+// in: validators(wire, f.checks(), met) as the host's validators (SetValidator), the fetch
+// server newFetchServer(f.reg, f.content) on p2p.FetchProtocol, newAttestor with f.reg;
+// then f.setView after each event, f.fetchWant for the slots the core wants,
+// f.verifySeconds for the status, and close at the end, which stops the fetches and
+// publications in flight.
 func newFullChecks(cfg fullConfig) *fullChecks {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -272,12 +278,10 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	if cfg.MaxAsync <= 0 {
 		cfg.MaxAsync = 8
 	}
-	f := &fullChecks{cfg: cfg, reg: cfg.Registry, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
+	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync),
-		pending: make(map[[32]byte]bool), made: make(map[incentives.Offence]bool)}
-	if f.reg == nil {
-		f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
-	}
+		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
+	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
 		f.stash = NewStash(StashConfig{})
 	}
@@ -332,24 +336,39 @@ func (f *fullChecks) shard(_ context.Context, fwd peer.ID, data []byte, obj any)
 // signed runs the checks of a shard whose bundle is held, cheapest first: bundle verified
 // for the shard's round, peer, signature, content; then hands it to the loop.
 func (f *fullChecks) signed(s *verify.Shard, data []byte, hb *heldBundle, local bool) (p2p.Result, string) {
-	h := &s.Header
-	v, err := f.reg.verdict(hb, attest.EpochOf(h.Round, f.cfg.Checker.EpochRounds))
-	if err != nil {
-		f.invalidAttestation(hb, s, err)
-		return p2p.Reject, reasonBundleInvalid
+	key, r, reason := f.attestedKey(s, hb)
+	if r != p2p.Accept {
+		return r, reason
 	}
-	if h.Peer != v.PeerID {
-		return p2p.Reject, reasonPeerMismatch
-	}
-	if err := f.checkSignature(s, v.EphemeralKey); err != nil {
+	if err := f.checkSignature(s, key); err != nil {
 		return p2p.Reject, reasonSignature
 	}
+	return f.checked(s, data, hb, local)
+}
+
+// attestedKey is the key that may sign s: that of its bundle hb, verified for the epoch
+// of s's round, when s names hb's peer. A shard under a bundle that fails may be evidence.
+func (f *fullChecks) attestedKey(s *verify.Shard, hb *heldBundle) (ed25519.PublicKey, p2p.Result, string) {
+	v, err := f.reg.verdict(hb, attest.EpochOf(s.Header.Round, f.cfg.Checker.EpochRounds))
+	if err != nil {
+		f.invalidAttestation(hb, s, err)
+		return nil, p2p.Reject, reasonBundleInvalid
+	}
+	if s.Header.Peer != v.PeerID {
+		return nil, p2p.Reject, reasonPeerMismatch
+	}
+	return v.EphemeralKey, p2p.Accept, reasonOK
+}
+
+// checked runs the content checks of a shard whose signature verified (failing: evidence)
+// and hands it to the loop, once: not the node's own, not one the loop has had.
+func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local bool) (p2p.Result, string) {
 	if err := f.checkContent(s.Payload); err != nil {
 		f.report(incentives.NewInvalidContent(hb.data, s))
 		return p2p.Reject, reasonContent
 	}
 	if !f.content.put(s, data) || local {
-		return p2p.Accept, reasonOK // the loop has it already, or it is the node's own
+		return p2p.Accept, reasonOK
 	}
 	if !f.cfg.Deliver(shardIn{shard: s, bundle: hb.data, at: f.cfg.Now()}) {
 		f.content.remove(s, data)
@@ -361,6 +380,12 @@ func (f *fullChecks) signed(s *verify.Shard, data []byte, hb *heldBundle, local 
 func (f *fullChecks) checkSignature(s *verify.Shard, key ed25519.PublicKey) error {
 	defer f.spent.since(time.Now())
 	return verify.CheckShardSignature(s, key)
+}
+
+// checkSignatures checks shards' signatures in one batch (verify.CheckShardSignatures).
+func (f *fullChecks) checkSignatures(shards []*verify.Shard, keys []ed25519.PublicKey) []error {
+	defer f.spent.since(time.Now())
+	return verify.CheckShardSignatures(shards, keys)
 }
 
 func (f *fullChecks) checkContent(payload []byte) error {

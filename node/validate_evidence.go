@@ -72,7 +72,9 @@ func (f *fullChecks) report(e *incentives.Evidence) {
 			return
 		}
 		if !f.cfg.Deliver(evidenceIn{ev: e}) {
+			// Published all the same; the next sighting of the offence may deliver it.
 			f.cfg.Metrics.counted(p2p.KindEvidence, p2p.Ignore, reasonBusy)
+			f.forget(off)
 		}
 		if err := f.cfg.Publish(ctx, p2p.KindEvidence, e.Marshal()); err != nil {
 			f.cfg.Log.Debug("publishing evidence", "offence", off.String(), "err", err)

@@ -110,6 +110,7 @@ func (h *Host) startGossip() error {
 		pubsub.WithPeerExchange(h.cfg.PeerExchange),
 		pubsub.WithPeerScore(h.scoreParams(), &scoreThresholds),
 		pubsub.WithMaxMessageSize(pubsub.DefaultMaxMessageSize),
+		pubsub.WithRawTracer(h.mesh),
 	)
 	if err != nil {
 		return fmt.Errorf("starting gossipsub: %w", err)

@@ -34,6 +34,7 @@ type Host struct {
 	topics   map[string]*topic // by kind; written only in New
 	relays   []pubsub.RelayCancelFunc
 	appScore atomic.Pointer[func(peer.ID) float64]
+	mesh     *meshTracer // mesh sizes per topic, once gossipsub reports to it
 
 	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
 
@@ -67,7 +68,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	hctx, cancel := context.WithCancel(context.Background())
-	h := &Host{cfg: cfg, log: cfg.Logger.With("peer", lh.ID().ShortString()), h: lh, bw: bw, ctx: hctx, cancel: cancel}
+	h := &Host{cfg: cfg, log: cfg.Logger.With("self", lh.ID()), h: lh, bw: bw, ctx: hctx, cancel: cancel}
 	if err := h.start(); err != nil {
 		cancel()
 		if h.dht != nil {
@@ -91,6 +92,12 @@ func (h *Host) start() error {
 		return err
 	}
 	h.SetAppScore(h.cfg.AppScore)
+	h.mesh = newMeshTracer()
+	if h.cfg.Registerer != nil {
+		if _, err := register(h.cfg.Registerer, newTopicCollector(h)); err != nil {
+			return err
+		}
+	}
 	if err := h.startGossip(); err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/lowband/lowband/version"
 )
 
 // newLibp2p builds the libp2p host: TCP and QUIC, Noise, yamux, a connection
@@ -39,6 +41,7 @@ func newLibp2p(cfg *Config, bw lpmetrics.Reporter) (host.Host, error) {
 	}
 	opts := []libp2p.Option{
 		libp2p.Identity(cfg.Identity),
+		libp2p.UserAgent(version.Agent()), // identify's agent version: lowband/<version>
 		libp2p.ListenAddrs(listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.Transport(quic.NewTransport),

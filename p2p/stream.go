@@ -26,7 +26,7 @@ func (h *Host) Handle(proto string, maxReq int, fn Handler) {
 	h.h.SetStreamHandler(protocol.ID(proto), func(s network.Stream) {
 		if err := h.serve(s, maxReq, fn); err != nil {
 			_ = s.Reset()
-			h.log.Debug("stream request failed", "proto", proto, "peer", s.Conn().RemotePeer().ShortString(), "err", err)
+			h.log.Debug("stream request failed", "proto", proto, "peer", s.Conn().RemotePeer(), "err", err)
 			return
 		}
 		_ = s.Close()
@@ -70,7 +70,7 @@ func (h *Host) Request(ctx context.Context, to peer.ID, proto string, req []byte
 	defer cancel()
 	s, err := h.h.NewStream(ctx, to, protocol.ID(proto))
 	if err != nil {
-		return nil, fmt.Errorf("opening %s stream to %s: %w", proto, to.ShortString(), err)
+		return nil, fmt.Errorf("opening %s stream to %s: %w", proto, to, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
@@ -84,7 +84,7 @@ func (h *Host) Request(ctx context.Context, to peer.ID, proto string, req []byte
 			// The stream deadline (the context's) fired a moment before the context.
 			err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 		}
-		return nil, fmt.Errorf("%s request to %s: %w", proto, to.ShortString(), err)
+		return nil, fmt.Errorf("%s request to %s: %w", proto, to, err)
 	}
 	_ = s.Close()
 	return resp, nil

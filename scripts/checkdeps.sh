@@ -4,7 +4,7 @@
 #     filesystem, no clock (time.Now and friends), no entropy source (crypto/rand; seeded generators come in), and none of p2p,
 #     node, configs, bench or cmd (node/core may import the other pure packages and itself);
 #   - p2p moves bytes: it imports none of training, verify, incentives, node, configs;
-#   - configs imports none of lowband's packages; nothing but cmd imports node or cmd.
+#   - configs and version import none of lowband's packages; nothing but cmd imports node or cmd.
 # Only non-test files count: tests may read files and use the clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,8 +32,8 @@ while read -r pkg imports; do
         case $ours in
           training*|verify*|incentives*|node*|configs*|bench*|cmd*) bad "$rel imports $ours: p2p moves bytes only" ;;
         esac ;;
-      configs|configs/*)
-        [[ -n $ours ]] && bad "$rel imports $ours: configs is a leaf" ;;
+      configs|configs/*|version)
+        [[ -n $ours ]] && bad "$rel imports $ours: $rel is a leaf" ;;
     esac
     case $ours in
       node|node/*) [[ $rel == cmd/* || $rel == node* || $rel == bench* ]] || bad "$rel imports $ours: only cmd may use node" ;;

@@ -7,10 +7,9 @@ import (
 	"io"
 
 	"github.com/urfave/cli/v2"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/lowband/lowband/version"
+)
 
 // exitCode lets a command choose its exit status without printing an error.
 type exitCode int
@@ -21,7 +20,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:                 "lowband",
 		Usage:                "train models over ordinary internet links, with no coordinator",
-		Version:              version,
+		Version:              version.String(),
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		HideVersion:          true,
@@ -44,6 +43,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			bootstrapCommand(),
 			attestCommand(),
 			benchCommand(),
+			doctorCommand(),
 			versionCommand(),
 		},
 	}
@@ -79,9 +79,9 @@ func benchCommand() *cli.Command {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print the version",
+		Usage: "print the version: the release tag, else the VCS revision and time of the build",
 		Action: func(c *cli.Context) error {
-			_, err := fmt.Fprintf(c.App.Writer, "lowband %s\n", version)
+			_, err := fmt.Fprintf(c.App.Writer, "lowband %s\n", version.String())
 			return err
 		},
 	}

@@ -40,33 +40,50 @@ var errNotRunning = errors.New("no node is running")
 
 // apiGet fetches path from the running node's local API and decodes the JSON body into v.
 func apiGet(ctx context.Context, h configs.Home, path string, v any) error {
-	raw, err := os.ReadFile(h.APIAddrPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w in %s (no api.addr; start one with: lowband run --home %s)", errNotRunning, h.Dir, h.Dir)
-	} else if err != nil {
-		return err
-	}
-	addr := strings.TrimSpace(string(raw))
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	body, err := apiRaw(ctx, h, path)
 	if err != nil {
 		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w in %s: the API at %s does not answer (%v)", errNotRunning, h.Dir, addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("GET %s: decoding the answer: %w", path, err)
 	}
 	return nil
+}
+
+// apiAddr reads the running node's API address from the home's api.addr.
+func apiAddr(h configs.Home) (string, error) {
+	raw, err := os.ReadFile(h.APIAddrPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w in %s (no api.addr; start one with: lowband run --home %s)", errNotRunning, h.Dir, h.Dir)
+	} else if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(raw)), nil
+}
+
+// apiRaw fetches path from the running node's local API and returns the body.
+func apiRaw(ctx context.Context, h configs.Home, path string) ([]byte, error) {
+	addr, err := apiAddr(h)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s: the API at %s does not answer (%v)", errNotRunning, h.Dir, addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
 }

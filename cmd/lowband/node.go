@@ -11,6 +11,7 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/node"
+	"github.com/lowband/lowband/version"
 )
 
 func initCommand() *cli.Command {
@@ -87,7 +88,7 @@ func runCommand() *cli.Command {
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			n, err := node.New(ctx, node.Options{
-				Home: h, Config: cfg, Spec: spec, Role: c.String("role"), Logger: log, Version: version,
+				Home: h, Config: cfg, Spec: spec, Role: c.String("role"), Logger: log, Version: version.String(),
 			})
 			if err != nil {
 				return err
@@ -166,32 +167,6 @@ func peersCommand() *cli.Command {
 			for _, p := range ps {
 				fmt.Fprintf(tw, "%s\t%s\n", p.ID, strings.Join(p.Addresses, " "))
 			}
-			return tw.Flush()
-		},
-	}
-}
-
-func statusCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "status",
-		Usage: "show the running node's status",
-		Flags: []cli.Flag{homeFlag, jsonFlag},
-		Action: func(c *cli.Context) error {
-			h, err := home(c)
-			if err != nil {
-				return err
-			}
-			var st node.Status
-			if err := apiGet(c.Context, h, "/status", &st); err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, st)
-			}
-			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "peer id\t%s\nrole\t%s\nnetwork\t%s\nrun\t%s\n", st.PeerID, st.Role, st.Network, st.Run)
-			fmt.Fprintf(tw, "peers\t%d\ndht table\t%d\nuptime\t%.0fs\n", st.ConnectedPeers, st.DHTTableSize, st.UptimeSeconds)
-			fmt.Fprintf(tw, "addresses\t%s\ntopics\t%s\n", strings.Join(st.Addresses, " "), strings.Join(st.Topics, " "))
 			return tw.Flush()
 		},
 	}

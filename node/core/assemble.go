@@ -24,9 +24,10 @@ const (
 
 // roundIn is what arrived for one open round, by peer.
 type roundIn struct {
-	peers   map[string]*assembly
-	since   time.Time // when the round first became closable
-	fetched bool      // the missing slots were asked for
+	peers    map[string]*assembly
+	received powerSum  // of the counted contributions; cleared when one comes or goes
+	since    time.Time // when the round first became closable
+	fetched  bool      // the missing slots were asked for
 }
 
 // assembly is one peer's shards for one round, by index.
@@ -48,8 +49,8 @@ type held struct {
 // attested key of the header's peer, content) with its signer's marshalled bundle.
 //
 // Shards are held per (round, peer) by index. A shard for a closed round, for a round past
-// View's window, of this node, or of a new peer when incentives.MaxContributions peers
-// already sent shards for the round, is ignored. A second, different shard for a slot
+// View's window, of this node, or of a new peer without voting power when
+// incentives.MaxContributions peers already sent shards for the round, is ignored. A second, different shard for a slot
 // already held is equivocation: the evidence is published once and kept for the next
 // record, and the peer's contribution to the round is dropped. Shards disagreeing on their
 // count drop the contribution too (that is no offence anyone can prove from one header).
@@ -63,13 +64,17 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
 		return Ready{}, nil
 	}
-	a := c.assembly(r, h.Peer)
-	if a == nil {
-		return Ready{}, nil
+	a, err := c.assembly(r, h.Peer)
+	if a == nil || err != nil {
+		return Ready{}, err
 	}
 	var rd Ready
+	counted := a.counted()
 	if err := c.hold(now, r, a, held{shard: s, bundle: bundle}, &rd); err != nil {
 		return Ready{}, err
+	}
+	if a.counted() != counted {
+		c.rounds[r].received = powerSum{}
 	}
 	return c.tryClose(now, rd)
 }
@@ -86,28 +91,31 @@ func (c *Core) checkShard(s *verify.Shard) error {
 	case h.Count == 0 || h.Index >= h.Count:
 		return fmt.Errorf("%w: index %d of %d", ErrShard, h.Index, h.Count)
 	}
-	if err := verify.CheckPeerID(h.Peer); err != nil {
-		return fmt.Errorf("%w: %w", ErrShard, err)
-	}
-	return nil
+	return nil // the peer ID is checked once per round and peer, by assembly
 }
 
-// assembly returns peer's assembly for round r, making it if there is room.
-func (c *Core) assembly(r uint64, peer string) *assembly {
+// assembly returns peer's assembly for round r, making it if there is room: past
+// incentives.MaxContributions peers, only for peers with voting power (at most the ledger's
+// accounts), whom the inclusion list takes first anyway. A new peer's ID must be in form
+// (ErrShard); checking it costs about as much as a signature, so it is checked only then.
+func (c *Core) assembly(r uint64, peer string) (*assembly, error) {
 	ri := c.rounds[r]
 	if ri == nil {
 		ri = &roundIn{peers: map[string]*assembly{}}
 		c.rounds[r] = ri
 	}
-	a := ri.peers[peer]
-	if a == nil {
-		if len(ri.peers) >= incentives.MaxContributions {
-			return nil
-		}
-		a = &assembly{slots: map[uint32]held{}}
-		ri.peers[peer] = a
+	if a := ri.peers[peer]; a != nil {
+		return a, nil
 	}
-	return a
+	if err := verify.CheckPeerID(peer); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrShard, err)
+	}
+	if len(ri.peers) >= incentives.MaxContributions && c.ledger.Power(peer) == 0 {
+		return nil, nil
+	}
+	a := &assembly{slots: map[uint32]held{}}
+	ri.peers[peer] = a
+	return a, nil
 }
 
 // hold adds one shard to a peer's assembly and completes it when it can.
@@ -138,6 +146,10 @@ func (c *Core) hold(now time.Time, r uint64, a *assembly, in held, rd *Ready) er
 	}
 	return c.complete(now, r, h.Peer, a)
 }
+
+// counted reports whether the contribution is whole and not dropped: it counts towards the
+// round's received stake.
+func (a *assembly) counted() bool { return a.done && a.dropped == "" }
 
 // drop leaves the contribution out; equivocation overrides another reason. The shards stay,
 // so that a later conflicting shard is still recognised.

@@ -41,8 +41,17 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 }
 
 // stake returns the voting power of the contributors complete for round r (this node's own
-// included once it is done) and the total voting power, by the ledger in force.
+// included once it is done) and the total voting power, by the ledger in force. Both are
+// kept until the ledger or round r's complete contributions change: every event asks while
+// a round waits for its deadline, and the round may hold thousands of contributions.
 func (c *Core) stake(r uint64) (received, total uint64) {
+	if c.total.ledger != c.ledger {
+		c.total = powerSum{ledger: c.ledger, own: false, sum: c.ledger.TotalPower()}
+	}
+	ri, own := c.rounds[r], c.own[r] != nil
+	if ri != nil && ri.received.ledger == c.ledger && ri.received.own == own {
+		return ri.received.sum, c.total.sum
+	}
 	add := func(p uint64) {
 		if received+p >= received {
 			received += p
@@ -50,17 +59,26 @@ func (c *Core) stake(r uint64) (received, total uint64) {
 			received = ^uint64(0)
 		}
 	}
-	if c.own[r] != nil {
+	if own {
 		add(c.ledger.Power(c.cfg.Self))
 	}
-	if ri := c.rounds[r]; ri != nil {
+	if ri != nil {
 		for peer, a := range ri.peers { // integer sums: the order does not matter
-			if a.done && a.dropped == "" {
+			if a.counted() {
 				add(c.ledger.Power(peer))
 			}
 		}
+		ri.received = powerSum{ledger: c.ledger, own: own, sum: received}
 	}
-	return received, c.ledger.TotalPower()
+	return received, c.total.sum
+}
+
+// powerSum is a sum of voting power by one ledger state (nil: none yet); own says whether
+// this node's own contribution was in it.
+type powerSum struct {
+	ledger *incentives.State
+	own    bool
+	sum    uint64
 }
 
 // close closes round r: weights from the ledger, the machine's close, the model root, the

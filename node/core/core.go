@@ -20,8 +20,11 @@ const (
 	KindEvidence = "evidence"
 )
 
-// DefaultMaxPendingEvidence is Config.MaxPendingEvidence when it is 0.
-const DefaultMaxPendingEvidence = 1024
+// Defaults of Config's bounds on the evidence waiting for a record.
+const (
+	DefaultMaxPendingEvidence      = 1024
+	DefaultMaxPendingEvidenceBytes = 64 << 20
+)
 
 // ErrNoSigner is returned by LocalDone when no Signer was set: the node cannot sign its
 // contribution, so it does not make one.
@@ -39,9 +42,11 @@ type Config struct {
 	Deadline     DeadlineConfig
 	Checker      incentives.EvidenceChecker // Params.Checker
 	Limits       compress.Limits            // Params.Limits, to decode shard payloads
-	// MaxPendingEvidence bounds the evidence waiting for a record (0: the default); the
-	// oldest is dropped past it.
-	MaxPendingEvidence int
+	// MaxPendingEvidence and MaxPendingEvidenceBytes bound the evidence waiting for a
+	// record, in items and in encoded bytes (0: the defaults); past them the oldest item
+	// against the peer with the most bytes pending is dropped.
+	MaxPendingEvidence      int
+	MaxPendingEvidenceBytes int
 }
 
 // Signer is the node's ephemeral key for the current epoch and its attestation bundle.
@@ -124,8 +129,11 @@ type Core struct {
 	rounds               map[uint64]*roundIn
 	own                  map[uint64]*ownRound // own contributions of open rounds
 	pending              []incentives.Evidence
+	pendingMeta          []pendingMeta // of each pending item, in the same order
 	pendingIDs           map[incentives.ID]struct{}
+	pendingBytes         int
 	blocked              time.Time // when local work began waiting for a close (zero: not waiting)
+	total                powerSum  // the ledger's total voting power
 }
 
 // ownRound is this node's contribution to an open round.
@@ -155,6 +163,9 @@ func New(cfg Config, st round.State, ledger *incentives.State) (*Core, error) {
 	}
 	if cfg.MaxPendingEvidence <= 0 {
 		cfg.MaxPendingEvidence = DefaultMaxPendingEvidence
+	}
+	if cfg.MaxPendingEvidenceBytes <= 0 {
+		cfg.MaxPendingEvidenceBytes = DefaultMaxPendingEvidenceBytes
 	}
 	if cfg.Round.Window == 0 {
 		cfg.Round.Window = 1
@@ -194,7 +205,10 @@ func (c *Core) Start(now time.Time) (Ready, error) {
 
 // LocalDone reports that local work for round r ended with the parameters local: the
 // contribution is compressed, each shard signed with the Signer and published. It fails
-// without a Signer, before anything changes. The round before may close at once.
+// without a Signer (ErrNoSigner) or for the wrong round (round.ErrOrder), before anything
+// changes; any other error (a contribution of more shards than a record lists: the
+// network's shard byte cap is too small for its model) leaves the Core unusable. The round
+// before may close at once.
 func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Ready, error) {
 	if c.signer == nil || len(c.signer.Key) != ed25519.PrivateKeySize {
 		return Ready{}, ErrNoSigner
@@ -242,46 +256,6 @@ func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
 	}
 	c.own[out.Round] = o
 	return nil
-}
-
-// Evidence adds evidence that decoded and passed the checker to what the next record
-// includes. Evidence already pending is ignored.
-func (c *Core) Evidence(e *incentives.Evidence) (Ready, error) {
-	if e == nil {
-		return Ready{}, errors.New("core: nil evidence")
-	}
-	c.addEvidence(*e)
-	return Ready{}, nil
-}
-
-// addEvidence adds e to the pending evidence unless it is there already, dropping the oldest
-// past the bound. It reports whether e was added.
-func (c *Core) addEvidence(e incentives.Evidence) bool {
-	id := e.ID()
-	if _, dup := c.pendingIDs[id]; dup {
-		return false
-	}
-	c.pending = append(c.pending, e)
-	c.pendingIDs[id] = struct{}{}
-	c.trimEvidence()
-	return true
-}
-
-// setPending replaces the pending evidence with es (bounded).
-func (c *Core) setPending(es []incentives.Evidence) {
-	c.pending = es
-	c.pendingIDs = make(map[incentives.ID]struct{}, len(es))
-	for i := range es {
-		c.pendingIDs[es[i].ID()] = struct{}{}
-	}
-	c.trimEvidence()
-}
-
-func (c *Core) trimEvidence() {
-	for len(c.pending) > c.cfg.MaxPendingEvidence {
-		delete(c.pendingIDs, c.pending[0].ID())
-		c.pending = c.pending[1:]
-	}
 }
 
 // Tick closes the next round when the deadline allows it.

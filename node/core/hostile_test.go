@@ -161,7 +161,7 @@ func TestShardsOutsideOpenRoundsIgnored(t *testing.T) {
 	}
 }
 
-// Pending evidence is bounded: past the bound the oldest goes.
+// Pending evidence is bounded: past the bound the oldest against the same peer goes.
 func TestPendingEvidenceBounded(t *testing.T) {
 	c, _ := tinyCore(t)
 	c.cfg.MaxPendingEvidence = 2

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lowband/lowband/node"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show the running node's status: a short summary, or with --json the API's status object",
+		Flags: []cli.Flag{homeFlag, jsonFlag},
+		Action: func(c *cli.Context) error {
+			h, err := home(c)
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := apiGet(c.Context, h, "/status", &raw); err != nil {
+				return err
+			}
+			var st node.Status
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("GET /status: decoding the answer: %w", err)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, st)
+			}
+			return printStatus(c.App.Writer, st, trainingOf(raw))
+		},
+	}
+}
+
+// printStatus writes the compact summary: who, where, how connected, and the training
+// state when the node reports one.
+func printStatus(w io.Writer, st node.Status, training []string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "peer id\t%s\n", st.PeerID)
+	fmt.Fprintf(tw, "node\trole %s, version %s, up %s\n", st.Role, st.Version,
+		(time.Duration(st.UptimeSeconds) * time.Second).String())
+	fmt.Fprintf(tw, "network\t%s, run %s\n", st.Network, st.Run)
+	fmt.Fprintf(tw, "peers\t%d connected, %d in the DHT table, %d topics joined\n",
+		st.ConnectedPeers, st.DHTTableSize, len(st.Topics))
+	if len(st.Addresses) > 0 {
+		more := ""
+		if len(st.Addresses) > 1 {
+			more = fmt.Sprintf(" (and %d more: lowband id)", len(st.Addresses)-1)
+		}
+		fmt.Fprintf(tw, "address\t%s%s\n", st.Addresses[0], more)
+	}
+	if len(training) > 0 {
+		fmt.Fprintf(tw, "training\t%s\n", strings.Join(training, ", "))
+	}
+	return tw.Flush()
+}
+
+// trainingFirst are the training fields shown first, in this order; others follow by name.
+var trainingFirst = []string{"state", "phase", "round", "next_round", "last_loss", "loss", "state_root", "root"}
+
+// trainingOf reads the optional "training" object of a status answer leniently: each
+// field whose value is a string, number or boolean becomes "name value"; anything else
+// (absent, another shape, nested values) is left out.
+func trainingOf(raw json.RawMessage) []string {
+	var top struct {
+		Training map[string]json.RawMessage `json:"training"`
+	}
+	if json.Unmarshal(raw, &top) != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(top.Training))
+	for k := range top.Training {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		if i := slices.Index(trainingFirst, k); i >= 0 {
+			return i
+		}
+		return len(trainingFirst)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	var out []string
+	for _, k := range keys {
+		if v, ok := scalar(top.Training[k]); ok {
+			out = append(out, k+" "+v)
+		}
+	}
+	return out
+}
+
+// scalar renders a JSON string, number or boolean as text; ok is false for anything else.
+func scalar(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "", false
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		return s, json.Unmarshal(v, &s) == nil
+	case '{', '[', 'n':
+		return "", false
+	}
+	return string(v), true
+}
