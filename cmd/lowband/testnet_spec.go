@@ -42,6 +42,7 @@ type localSpec struct {
 	InnerSteps   int // H
 	BatchSize    int
 	RoundSeconds uint64  // nominal round length of the time base
+	DeadlineMin  float64 // seconds the adaptive deadline waits at least for a missing peer
 	DeadlineMax  float64 // seconds a round waits at most for a silent peer
 }
 
@@ -64,8 +65,7 @@ func (l localSpec) apply(s *configs.Spec) error {
 	s.Time.GenesisTime = l.Genesis.UTC().Truncate(time.Second).Format(time.RFC3339)
 	s.Time.RoundSeconds = l.RoundSeconds
 	s.Training.InnerSteps, s.Training.BatchSize = l.InnerSteps, l.BatchSize
-	s.Round.DeadlineMax = l.DeadlineMax
-	s.Round.DeadlineMin = min(s.Round.DeadlineMin, l.DeadlineMax)
+	s.Round.DeadlineMin, s.Round.DeadlineMax = l.DeadlineMin, l.DeadlineMax
 	return s.Validate()
 }
 
@@ -109,7 +109,8 @@ func testnetSpecCommand() *cli.Command {
 			&cli.IntFlag{Name: "inner-steps", Value: 10, Usage: "inner steps per round (H)"},
 			&cli.IntFlag{Name: "batch-size", Value: 32, Usage: "samples per inner step"},
 			&cli.Uint64Flag{Name: "round-seconds", Value: 5, Usage: "nominal round length of the time base"},
-			&cli.Float64Flag{Name: "deadline-max", Value: 30, Usage: "seconds a round waits at most for missing peers"},
+			&cli.Float64Flag{Name: "deadline-min", Value: 15, Usage: "seconds the adaptive deadline waits at least for missing peers"},
+			&cli.Float64Flag{Name: "deadline-max", Value: 60, Usage: "seconds a round waits at most for missing peers"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -122,7 +123,7 @@ func testnetSpecCommand() *cli.Command {
 			l := localSpec{
 				SimRoot: root.Public().(ed25519.PublicKey), Peers: c.Args().Slice(), Stake: c.Uint64("stake"),
 				Genesis: time.Now(), InnerSteps: c.Int("inner-steps"), BatchSize: c.Int("batch-size"),
-				RoundSeconds: c.Uint64("round-seconds"), DeadlineMax: c.Float64("deadline-max"),
+				RoundSeconds: c.Uint64("round-seconds"), DeadlineMin: c.Float64("deadline-min"), DeadlineMax: c.Float64("deadline-max"),
 			}
 			s, err := writeLocalSpec(c.String("base"), c.String("out"), l)
 			if err != nil {

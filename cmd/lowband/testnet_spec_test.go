@@ -66,6 +66,9 @@ func TestTestnetSpecValidatesAndInstalls(t *testing.T) {
 		if g, _ := time.Parse(time.RFC3339, s.Time.GenesisTime); time.Since(g) > time.Minute || s.Training.Task != configs.TaskCharLM {
 			t.Errorf("genesis %s, task %s: want now and charlm", s.Time.GenesisTime, s.Training.Task)
 		}
+		if s.Training.InnerSteps != 10 || s.Round.DeadlineMin != 15 || s.Round.DeadlineMax != 60 {
+			t.Errorf("H %d, deadline [%v, %v] s: want 10 and [15, 60]", s.Training.InnerSteps, s.Round.DeadlineMin, s.Round.DeadlineMax)
+		}
 		if cfg.Attest.SimKeyFile != key {
 			t.Errorf("sim_key_file %q, want %q", cfg.Attest.SimKeyFile, key)
 		}
