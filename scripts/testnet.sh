@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# testnet.sh: a local lowband swarm of real processes on loopback.
+# testnet.sh: a local lowband network of real processes on loopback that trains.
 #
-# Starts one bootstrap node and N nodes, each with its own home under DIR, waits until every
-# node sees every other node (through `lowband peers --json`), prints a summary, then keeps the
-# swarm up until Ctrl-C (or exits at once with --once). Every process it started is stopped on
-# exit, Ctrl-C or error: SIGTERM first, SIGKILL for anything still alive after 10 s.
+# Makes one network spec for the run (`lowband testnet spec`: simulated TEE evidence from a
+# generated sim root, equal genesis stakes for the N nodes, genesis now, the default charlm
+# task with a short round), starts one bootstrap node and N nodes, each with its own home
+# under DIR, and waits until every node sees every other node. Then they train: each node's
+# status is saved every second as DIR/nodeI/status.json, and once R rounds have closed on
+# every node they are stopped, a table is printed and DIR/summary.json written. Without -r
+# they train until Ctrl-C (the summary is written on exit); --once exits as soon as the
+# swarm has formed. Every process it started is stopped on exit, Ctrl-C or error: SIGTERM
+# first, SIGKILL for anything still alive after 10 s. A node that dies, or no round closing
+# on every node within TIMEOUT_S, ends the run with exit status 1.
 #
-# usage: scripts/testnet.sh [-n N] [-d DIR] [-b BINARY] [-t TIMEOUT_S] [--once]
+# usage: scripts/testnet.sh [-n N] [-r ROUNDS] [-d DIR] [-b BINARY] [-t TIMEOUT_S] [--once]
 set -euo pipefail
 
-n=4 dir="" bin="" timeout=60 once=0
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+n=4 rounds=0 dir="" bin="" timeout=120 once=0
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     -n) n=$2; shift 2 ;;
+    -r) rounds=$2; shift 2 ;;
     -d) dir=$2; shift 2 ;;
     -b) bin=$2; shift 2 ;;
     -t) timeout=$2; shift 2 ;;
@@ -23,6 +30,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || { echo "testnet: -n wants a positive number, got $n" >&2; exit 2; }
+[[ $rounds =~ ^[0-9]+$ ]] || { echo "testnet: -r wants a number of rounds, got $rounds" >&2; exit 2; }
+[[ $timeout =~ ^[0-9]+$ && $timeout -ge 1 ]] || { echo "testnet: -t wants a positive number, got $timeout" >&2; exit 2; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -n $dir ]] || dir=$(mktemp -d "${TMPDIR:-/tmp}/lowband-testnet.XXXXXX")
@@ -34,7 +43,19 @@ if [[ -z $bin ]]; then
   (cd "$root" && go build -o "$bin" ./cmd/lowband)
 fi
 
-pids=()
+pids=() names=() training=0
+statuses=()
+for i in $(seq "$n"); do statuses+=("$dir/node$i/status.json"); done
+
+# summarise prints the table and writes summary.json from the statuses saved last.
+summarise() {
+  for f in "${statuses[@]}"; do [[ -s $f ]] || { echo "testnet: no status saved for $(basename "$(dirname "$f")"); no summary" >&2; return 1; }; done
+  local args=(--out "$dir/summary.json")
+  [[ $rounds -gt 0 ]] && args+=(--rounds "$rounds")
+  "$bin" testnet summary "${args[@]}" "${statuses[@]}" || return 1
+  echo "testnet: wrote $dir/summary.json"
+}
+
 cleanup() {
   local code=$?
   trap - EXIT INT TERM
@@ -50,6 +71,9 @@ cleanup() {
     wait "${pids[@]}" 2>/dev/null || true
     echo "testnet: stopped ${#pids[@]} processes; homes and logs are in $dir"
   fi
+  if [[ $training == 1 ]]; then
+    summarise || { [[ $code == 0 ]] && code=1; }
+  fi
   exit "$code"
 }
 trap cleanup EXIT
@@ -63,6 +87,7 @@ start() {
   local home=$dir/$1
   "$bin" run --home "$home" --role "$2" >"$home/node.log" 2>&1 &
   pids+=($!)
+  names+=("$1")
   for _ in $(seq $((timeout * 10))); do
     [[ -s $home/api.addr ]] && return 0
     kill -0 "${pids[-1]}" 2>/dev/null || { echo "testnet: $1 exited; its log:" >&2; cat "$home/node.log" >&2; return 1; }
@@ -72,23 +97,44 @@ start() {
   return 1
 }
 
+# check_alive exits with a message naming the first process that died, and its log's end.
+check_alive() {
+  local k
+  for k in "${!pids[@]}"; do
+    kill -0 "${pids[$k]}" 2>/dev/null && continue
+    echo "testnet: ${names[$k]} (pid ${pids[$k]}) died; the end of its log ($dir/${names[$k]}/node.log):" >&2
+    tail -n 20 "$dir/${names[$k]}/node.log" >&2
+    exit 1
+  done
+}
+
 # peer_id HOME prints the peer ID of a home.
 peer_id() { lb id --home "$1" --json | sed -n 's/.*"peer_id": *"\([^"]*\)".*/\1/p'; }
 
+# A fresh network for this run: new identities, so nothing of an earlier run's homes is kept.
+homes=("$dir/boot")
+for i in $(seq "$n"); do homes+=("$dir/node$i"); done
+ids=()
+for h in "${homes[@]}"; do
+  rm -f "$h/store.db" "$h/peers.json" "$h/status.json"
+  lb init --home "$h" --profile local --force >/dev/null
+  [[ $h == "$dir/boot" ]] || ids+=("$(peer_id "$h")")
+done
+rm -f "$dir/sim-root.key" "$dir/summary.json"
+lb attest sim-keygen --out "$dir/sim-root.key" >/dev/null
+lb testnet spec --base "$dir/node1/network.toml" --sim-key "$dir/sim-root.key" --out "$dir/network.toml" "${ids[@]}" |
+  sed 's/^/testnet: /'
+lb testnet install --spec "$dir/network.toml" --sim-key "$dir/sim-root.key" "${homes[@]}"
+
 echo "testnet: bootstrap node and $n nodes under $dir"
-lb init --home "$dir/boot" --profile local --force >/dev/null
 start boot bootstrap
 boot_id=$(peer_id "$dir/boot")
 boot_maddr=$(lb status --home "$dir/boot" --json | grep -o "/ip4/127.0.0.1/tcp/[0-9]*/p2p/$boot_id" | head -n1)
 [[ -n $boot_maddr ]] || { echo "testnet: the bootstrap node has no loopback TCP address" >&2; exit 1; }
 
-ids=()
 for i in $(seq "$n"); do
-  h=$dir/node$i
-  lb init --home "$h" --profile local --force >/dev/null
-  lb bootstrap add --home "$h" "$boot_maddr" >/dev/null
+  lb bootstrap add --home "$dir/node$i" "$boot_maddr" >/dev/null
   start "node$i" node
-  ids+=("$(peer_id "$h")")
 done
 
 start_s=$(date +%s)
@@ -119,10 +165,38 @@ for i in $(seq "$n"); do
 done
 echo "testnet: bootstrap at $boot_maddr"
 [[ $once == 1 ]] && exit 0
-echo "testnet: running; Ctrl-C stops every node"
-while :; do
-  sleep 10 & wait $!
-  up=0
-  for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && up=$((up + 1)); done
-  [[ $up == "${#pids[@]}" ]] || { echo "testnet: only $up of ${#pids[@]} processes are still running; stopping" >&2; exit 1; }
+
+# save_statuses saves each node's status; a node too busy to answer keeps its last one.
+save_statuses() {
+  local f
+  for f in "${statuses[@]}"; do
+    if lb status --home "$(dirname "$f")" --json >"$f.tmp" 2>/dev/null; then
+      mv "$f.tmp" "$f"
+    else
+      rm -f "$f.tmp"
+    fi
+  done
+}
+
+training=1 of=""
+[[ $rounds -gt 0 ]] && of=/$rounds
+echo "testnet: training${of:+ $rounds rounds}; Ctrl-C stops every node"
+closed=0 progress_s=$(date +%s) why=""
+while [[ $rounds == 0 || $closed -lt $rounds ]]; do
+  sleep 1 & wait $!
+  check_alive
+  save_statuses
+  if now=$(lb testnet rounds "${statuses[@]}" 2>&1); then
+    if [[ $now -gt $closed ]]; then
+      closed=$now progress_s=$(date +%s) why=""
+      echo "testnet: rounds closed on every node: $closed$of"
+    fi
+  else
+    why=$now
+  fi
+  if [[ $(($(date +%s) - progress_s)) -ge $timeout ]]; then
+    echo "testnet: no round closed on every node in ${timeout}s (after $closed)${why:+: $why}" >&2
+    exit 1
+  fi
 done
+echo "testnet: $rounds rounds closed on every node; stopping"

@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,11 +51,74 @@ func TestTestnetScript(t *testing.T) {
 	if left := processesUnder(t, dir); len(left) > 0 {
 		t.Errorf("teardown left processes behind: %v", left)
 	}
+	// Every process ran on the one network the script generated.
+	network := regexp.MustCompile(`network (testnet-[0-9a-f]{8})`).FindSubmatch(out)
+	if network == nil {
+		t.Fatalf("the script named no generated network:\n%s", out)
+	}
 	for _, name := range []string{"boot", "node1", "node5"} {
 		logs, _ := os.ReadFile(filepath.Join(dir, name, "node.log"))
 		if !bytes.Contains(logs, []byte("node stopped")) {
 			t.Errorf("%s did not shut down cleanly:\n%s", name, logs)
 		}
+		if !bytes.Contains(logs, append([]byte("network="), network[1]...)) {
+			t.Errorf("%s did not run on %s:\n%s", name, network[1], logs)
+		}
+	}
+}
+
+// startScript starts testnet.sh with args and returns it once its output has said want.
+func startScript(t *testing.T, want string, args ...string) (*exec.Cmd, *bufio.Scanner, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"../../scripts/testnet.sh", "-b", lowbandBin}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen bytes.Buffer
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), want) {
+			return cmd, sc, &seen
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	t.Fatalf("testnet.sh never said %q:\n%s", want, seen.String())
+	return nil, nil, nil
+}
+
+// TestTestnetScriptNodeDeathFails: a node that dies while the network trains ends the run
+// with exit status 1, a message naming it, and no process left behind.
+func TestTestnetScriptNodeDeathFails(t *testing.T) {
+	dir := t.TempDir()
+	cmd, sc, seen := startScript(t, "Ctrl-C stops every node", "-n", "2", "-r", "1000", "-d", dir, "-t", "90")
+	var victim int
+	for _, p := range processesUnder(t, filepath.Join(dir, "node2")) {
+		victim, _ = strconv.Atoi(p)
+	}
+	if victim == 0 {
+		cmd.Process.Kill()
+		t.Fatal("no node2 process")
+	}
+	syscall.Kill(victim, syscall.SIGKILL)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("testnet.sh after a node died: %v, want exit status 1", err)
+	}
+	if want := fmt.Sprintf("node2 (pid %d) died", victim); !strings.Contains(seen.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, seen.String())
+	}
+	if left := processesUnder(t, dir); len(left) > 0 {
+		t.Errorf("left processes behind: %v", left)
 	}
 }
 
