@@ -2,8 +2,12 @@ package configs
 
 // Defaults and bounds of the round-closing rule.
 const (
-	DefaultQuorum      = 0.67
-	DefaultDeadlineMin = 5.0   // seconds
+	DefaultQuorum = 0.67
+	// DefaultDeadlineMin is long because, until nodes repair a round they closed without
+	// someone's contribution, a peer left out at one node and not at another splits their
+	// roots: on busy machines a few seconds late is common. A round that has every staked
+	// contribution closes at once, so the wait costs only when a peer is really missing.
+	DefaultDeadlineMin = 30.0  // seconds
 	DefaultDeadlineMax = 120.0 // seconds
 	DefaultDeadlineK   = 3.0
 	// MaxDeadlineK bounds deadline_k (the node's decision code refuses more).
