@@ -311,6 +311,16 @@ func TestSilentPeerAdaptiveDeadline(t *testing.T) {
 		clk.advance(ctx, 0) // each loop is done with the tick before
 		closed = hs[0].l.View().NextClose
 	}
+	// A closed round reaches the status with its held-out loss, which the evaluator computes
+	// off the loop: wait for every node's first rounds to be there.
+	waitFor(t, ctx, func() bool {
+		for _, h := range hs {
+			if len(h.l.prog.status().Rounds) < rounds {
+				return false
+			}
+		}
+		return true
+	})
 	first := hs[0].l.prog.status()
 	for i, h := range hs {
 		st := h.l.prog.status()
