@@ -25,6 +25,8 @@ type Status struct {
 	Topics         []string `json:"topics"`
 	UptimeSeconds  float64  `json:"uptime_s"`
 	Version        string   `json:"version"`
+	// Training is the node's training progress; absent on a bootstrap node.
+	Training *TrainingStatus `json:"training,omitempty"`
 }
 
 // Peer is one entry of GET /peers.

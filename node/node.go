@@ -40,7 +40,9 @@ type Node struct {
 	log     *slog.Logger
 	host    *p2p.Host
 	api     *apiServer
-	ledger  *ledger // nil on a bootstrap node
+	ledger  *ledger        // nil on a bootstrap node
+	train   *trainingParts // nil on a bootstrap node
+	checks  *fullChecks    // nil on a bootstrap node
 	started time.Time
 	rng     *rand.Rand // samples the peers cache; used only by Run's goroutine
 
@@ -95,15 +97,27 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.ledger != nil {
+		if err := n.startTraining(key, met, reg); err != nil {
+			return nil, err
+		}
+	}
 	pcfg, err := n.p2pConfig(key, reg)
 	if err != nil {
 		return nil, err
 	}
 	// Every topic is joined with its validator, on a bootstrap node too: a relay without
-	// one would forward anything. The full checks come with the round loop.
-	pcfg.Validators = validators(wireOf(opts.Spec), nil, met)
+	// one would forward anything. A bootstrap node runs the wire checks alone.
+	var full map[string]fullCheck
+	if n.checks != nil {
+		full = n.checks.checks()
+	}
+	pcfg.Validators = validators(wireOf(opts.Spec), full, met)
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
+	}
+	if n.checks != nil {
+		n.serveFetch()
 	}
 	if n.api, err = startAPI(opts.Config.API.Listen, n, reg, extra); err != nil {
 		return nil, err
@@ -151,8 +165,19 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 	}, nil
 }
 
-// Run serves until ctx is cancelled, then closes the node and returns.
+// Run serves, and on a node trains, until ctx is cancelled or training fails, then closes
+// the node and returns.
 func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan error, 1)
+	if n.train != nil {
+		if err := n.subscribe(ctx); err != nil {
+			n.Close()
+			return err
+		}
+		go func() { failed <- n.train.loop.run(ctx, n.train.initial) }()
+	}
 	t := time.NewTicker(peerCacheInterval)
 	defer t.Stop()
 	lastPeers := -1
@@ -161,6 +186,12 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			n.savePeers()
 			return n.Close()
+		case err := <-failed:
+			n.savePeers()
+			if err != nil {
+				err = fmt.Errorf("training stopped: %w", err)
+			}
+			return errors.Join(err, n.Close())
 		case <-t.C:
 			n.savePeers()
 			if p := len(n.host.Peers()); p != lastPeers {
@@ -188,6 +219,9 @@ func (n *Node) Close() error {
 			if err := os.Remove(n.opts.Home.APIAddrPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
+		}
+		if n.checks != nil {
+			n.checks.close()
 		}
 		if n.host != nil {
 			errs = append(errs, n.host.Close())
@@ -219,7 +253,16 @@ func (n *Node) Status() Status {
 		Topics:         n.host.Topics(),
 		UptimeSeconds:  time.Since(n.started).Seconds(),
 		Version:        n.opts.Version,
+		Training:       n.trainingStatus(),
 	}
+}
+
+// trainingStatus is GET /status's training object; nil on a bootstrap node.
+func (n *Node) trainingStatus() *TrainingStatus {
+	if n.train == nil {
+		return nil
+	}
+	return n.train.prog.status()
 }
 
 // Peers implements source.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node/store"
 )
 
 func newHome(t *testing.T) (configs.Home, *configs.Config, *configs.Spec) {
@@ -62,6 +65,9 @@ func TestNodeAPI(t *testing.T) {
 	}
 	if st.PeerID != n.ID().String() || st.Network != s.NetworkID() || st.Role != configs.RoleNode || len(st.Topics) != 4 || len(st.Addresses) == 0 {
 		t.Errorf("status: %+v", st)
+	}
+	if tr := st.Training; tr == nil || tr.Task != configs.TaskCharLM || tr.Attestation != configs.KindSim || !tr.Insecure || tr.DenseBytesPerRound <= 0 {
+		t.Errorf("status training: %+v", tr)
 	}
 	var ps []Peer
 	if err := json.Unmarshal(get(t, base+"/peers"), &ps); err != nil || len(ps) != 0 {
@@ -165,5 +171,34 @@ func TestNodeRefusesProducerTheNetworkRejects(t *testing.T) {
 	_, err = New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
 	if err == nil || !strings.Contains(err.Error(), "simulated") {
 		t.Fatalf("public profile on a sim network: %v", err)
+	}
+}
+
+// TestNodeRefusesLedgerPastGenesisWithoutModelState: a home whose ledger has committed a
+// round but which holds no model state cannot resume the run: New says so.
+func TestNodeRefusesLedgerPastGenesisWithoutModelState(t *testing.T) {
+	h, c, s := newHome(t)
+	st, err := store.Open(h.StorePath(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	genesis, err := store.GenesisFromSpec(s.Incentives)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Init(genesis); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := genesis.Build(nil, nil, make([]byte, 32), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(closed.Record, closed.State, closed.Events); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	_, err = New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, ErrNoModelState) {
+		t.Fatalf("got %v, want ErrNoModelState", err)
 	}
 }

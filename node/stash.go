@@ -19,13 +19,15 @@ import (
 // decided by it). Over the entry or byte bound the stash evicts the oldest entry of the
 // source holding the most entries, so one neighbour flooding shards that name bundles
 // nobody has (which cost nothing to make) only displaces its own entries, and every
-// neighbour keeps a fair share; over the per-key bound it evicts that key's oldest entry.
-// Entries carry a round and expire by round. Nothing in it is trusted: it holds bytes no
-// check has passed.
+// neighbour keeps a fair share; over the per-key bound it evicts, among that key's
+// entries, the oldest of the source holding the most of them, so that shards naming an
+// honest bundle's hash (which anyone can copy) do not push out the honest ones waiting on
+// it. Entries carry a round and expire by round. Nothing in it is trusted: it holds bytes
+// no check has passed.
 //
-// The round loop that fills and drains it comes with the node's round loop; until then
-// only tests use it. A Stash is safe for concurrent use: validators run on gossipsub's
-// goroutines while the loop takes and expires.
+// The full gossip checks (fullChecks) fill it and drain it when a bundle arrives. A Stash
+// is safe for concurrent use: validators run on gossipsub's goroutines while the loop
+// takes and expires.
 type Stash struct {
 	cfg StashConfig
 
@@ -74,7 +76,7 @@ func (s *Stash) Put(source, key string, round uint64, data []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ks := s.byKey[key]; len(ks) >= s.cfg.PerKey {
-		s.remove(ks[0])
+		s.remove(keyHeaviest(ks, source))
 	}
 	for s.order.Len() >= s.cfg.MaxEntries || s.bytes+len(data) > s.cfg.MaxBytes {
 		s.remove(s.heaviest(source, len(data), s.order.Len() < s.cfg.MaxEntries))
@@ -150,6 +152,22 @@ func (s *Stash) heaviest(incoming string, n int, byBytes bool) *list.Element {
 		}
 		if load > bestLoad {
 			best, bestLoad = e, load
+		}
+	}
+	return best
+}
+
+// keyHeaviest returns the oldest entry, among one key's entries ks (oldest first), of the
+// source holding the most of them, counting the entry incoming is about to add.
+func keyHeaviest(ks []*list.Element, incoming string) *list.Element {
+	count := map[string]int{incoming: 1}
+	for _, e := range ks {
+		count[e.Value.(*stashEntry).source]++
+	}
+	best := ks[0]
+	for _, e := range ks[1:] {
+		if count[e.Value.(*stashEntry).source] > count[best.Value.(*stashEntry).source] {
+			best = e
 		}
 	}
 	return best

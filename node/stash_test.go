@@ -172,3 +172,19 @@ func TestStashSharesFairlyBetweenNeighbours(t *testing.T) {
 		}
 	}
 }
+
+// TestStashKeyNotFlushedByOneNeighbour: shards waiting on one bundle hash (which anyone
+// can copy from an honest shard) are not pushed out by one neighbour forwarding many
+// shards naming that hash: over the per-key bound the key's heaviest source loses its
+// oldest entry.
+func TestStashKeyNotFlushedByOneNeighbour(t *testing.T) {
+	s := NewStash(StashConfig{PerKey: 4})
+	s.Put("honest", "k", 1, []byte("honest shard"))
+	for i := range 10 {
+		s.Put("flooder", "k", 1, []byte{byte(i)})
+	}
+	got := s.Take("k")
+	if len(got) != 4 || !slices.ContainsFunc(got, func(d []byte) bool { return string(d) == "honest shard" }) {
+		t.Fatalf("key holds %d entries, without the honest neighbour's", len(got))
+	}
+}

@@ -77,14 +77,14 @@ func TestWireChecks(t *testing.T) {
 		{"shard of another network", p2p.KindShards, resign(func(h *verify.ShardHeader) { h.Network = "net-b" }), p2p.Reject, reasonNetwork},
 		{"shard of another run", p2p.KindShards, resign(func(h *verify.ShardHeader) { h.Run = "run-b" }), p2p.Reject, reasonRun},
 	} {
-		r, reason := checks[c.kind](c.data)
-		if r != c.result || reason != c.reason {
+		obj, r, reason := checks[c.kind](c.data)
+		if r != c.result || reason != c.reason || (obj != nil) != (r == p2p.Accept) {
 			t.Errorf("%s: got %v (%s), want %v (%s)", c.name, r, reason, c.result, c.reason)
 		}
 	}
 	other := wire{network: "net-b", run: testWire.run, maxPayload: testWire.maxPayload}
 	for kind, data := range map[string][]byte{p2p.KindAttest: bundle, p2p.KindEvidence: ev} {
-		if r, reason := other.checks()[kind](data); r != p2p.Reject || reason != reasonNetwork {
+		if _, r, reason := other.checks()[kind](data); r != p2p.Reject || reason != reasonNetwork {
 			t.Errorf("%s of another network: got %v (%s)", kind, r, reason)
 		}
 	}
@@ -97,13 +97,13 @@ func FuzzWireChecks(f *testing.F) {
 	for _, d := range [][]byte{shard, bundle, rec, ev, nil, []byte("junk")} {
 		f.Add(d)
 	}
-	reasons := map[string]bool{reasonOK: true, reasonSize: true, reasonDecode: true, reasonNetwork: true, reasonRun: true}
+	wireReasons := map[string]bool{reasonOK: true, reasonSize: true, reasonDecode: true, reasonNetwork: true, reasonRun: true}
 	checks := testWire.checks()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for kind, check := range checks {
-			r, reason := check(data)
-			if !reasons[reason] || (r == p2p.Accept) != (reason == reasonOK) {
-				t.Fatalf("%s: result %v with reason %q", kind, r, reason)
+			obj, r, reason := check(data)
+			if !wireReasons[reason] || (r == p2p.Accept) != (reason == reasonOK) || (obj != nil) != (r == p2p.Accept) {
+				t.Fatalf("%s: result %v with reason %q (decoded %T)", kind, r, reason, obj)
 			}
 		}
 	})

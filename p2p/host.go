@@ -29,6 +29,7 @@ type Host struct {
 	disc *drouting.RoutingDiscovery
 	ps   *pubsub.PubSub
 	met  *metrics
+	bw   *bandwidth
 
 	topics   map[string]*topic // by kind; written only in New
 	relays   []pubsub.RelayCancelFunc
@@ -61,12 +62,13 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	lh, err := newLibp2p(&cfg)
+	bw := newBandwidth()
+	lh, err := newLibp2p(&cfg, bw.c)
 	if err != nil {
 		return nil, err
 	}
 	hctx, cancel := context.WithCancel(context.Background())
-	h := &Host{cfg: cfg, log: cfg.Logger.With("self", lh.ID()), h: lh, ctx: hctx, cancel: cancel}
+	h := &Host{cfg: cfg, log: cfg.Logger.With("self", lh.ID()), h: lh, bw: bw, ctx: hctx, cancel: cancel}
 	if err := h.start(); err != nil {
 		cancel()
 		if h.dht != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
+	lpmetrics "github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/network"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
@@ -20,8 +21,8 @@ import (
 )
 
 // newLibp2p builds the libp2p host: TCP and QUIC, Noise, yamux, a connection
-// manager and a resource manager scaled to the machine.
-func newLibp2p(cfg *Config) (host.Host, error) {
+// manager, a resource manager scaled to the machine, and bw counting every byte.
+func newLibp2p(cfg *Config, bw lpmetrics.Reporter) (host.Host, error) {
 	announce, err := parseAddrs(cfg.Announce)
 	if err != nil {
 		return nil, fmt.Errorf("announce address: %w", err)
@@ -48,6 +49,7 @@ func newLibp2p(cfg *Config) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
+		libp2p.BandwidthReporter(bw),
 	}
 	if len(announce) > 0 {
 		opts = append(opts, libp2p.AddrsFactory(func([]ma.Multiaddr) []ma.Multiaddr { return announce }))

@@ -45,6 +45,27 @@ func NewCorpus(r io.Reader, maxBytes int) (*Corpus, error) {
 	return c, nil
 }
 
+// NewByteCorpus reads the whole of r (at most maxBytes) as a corpus whose vocabulary is
+// every byte value: a byte's token id is the byte itself, so the model's shapes do not
+// depend on which text a node reads.
+func NewByteCorpus(r io.Reader, maxBytes int) (*Corpus, error) {
+	text, err := io.ReadAll(io.LimitReader(r, int64(maxBytes)+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading corpus: %w", err)
+	}
+	if len(text) > maxBytes {
+		return nil, fmt.Errorf("%w: corpus larger than %d bytes", ErrData, maxBytes)
+	}
+	c := &Corpus{Vocab: make([]byte, 256), ids: make([]int, len(text))}
+	for b := range c.Vocab {
+		c.Vocab[b] = byte(b)
+	}
+	for i, b := range text {
+		c.ids[i] = int(b)
+	}
+	return c, nil
+}
+
 // Len is the length of the text in bytes.
 func (c *Corpus) Len() int { return len(c.ids) }
 

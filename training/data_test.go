@@ -92,6 +92,27 @@ func TestCorpusWindows(t *testing.T) {
 	}
 }
 
+func TestByteCorpusTokensAreBytes(t *testing.T) {
+	c, err := NewByteCorpus(strings.NewReader("abcabcabcabcabcabcabcabc"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Vocab) != 256 {
+		t.Fatalf("vocabulary of %d", len(c.Vocab))
+	}
+	train, _, err := c.Windows(3, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := train.Batch([]int{0})
+	if !slices.Equal(b.Tokens, []int{'a', 'b', 'c'}) || b.Y[0] != 'a' || c.Decode(b.Tokens) != "abc" {
+		t.Fatalf("tokens %v label %v", b.Tokens, b.Y)
+	}
+	if _, err := NewByteCorpus(strings.NewReader("abcdef"), 5); err == nil {
+		t.Fatal("corpus over the limit accepted")
+	}
+}
+
 func TestCorpusOpticks(t *testing.T) {
 	text, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt"))
 	if err != nil {

@@ -31,8 +31,16 @@ func NewVerifier(policy *verify.Policy, cacheSize int, log *slog.Logger) *Verifi
 // Verify checks b at the current epoch, from the cache when it was verified before. Every
 // bundle newly accepted on simulated evidence is logged at warning level as insecure.
 func (v *Verifier) Verify(b *verify.Bundle, currentEpoch uint64) (*verify.Verdict, error) {
+	return v.VerifyAt(b, currentEpoch, v.now())
+}
+
+// VerifyAt is Verify with certificates checked at the instant at instead of the clock's
+// time. The node passes the network's nominal time of the bundle's epoch (the time base
+// evidence is checked at), so that a bundle it accepts live is one whose evidence every
+// node would accept too.
+func (v *Verifier) VerifyAt(b *verify.Bundle, currentEpoch uint64, at time.Time) (*verify.Verdict, error) {
 	seed := verify.EpochSeed(b.Network, b.Run, b.Epoch)
-	verdict, hit, err := v.cache.VerifyCached(b, v.policy, seed[:], currentEpoch, v.now())
+	verdict, hit, err := v.cache.VerifyCached(b, v.policy, seed[:], currentEpoch, at)
 	if err != nil {
 		return nil, err
 	}

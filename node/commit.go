@@ -1,0 +1,19 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/lowband/lowband/node/core"
+)
+
+// commit persists a closed round: its record, the new ledger state and the events in one
+// bbolt transaction; then it swaps the ledger state the API and the gossipsub application
+// score read, so jailed and slashed peers are shed from then on. Called by the round loop
+// only, before anything of the round is published.
+func (l *ledger) commit(c *core.Commit) error {
+	if err := l.st.Commit(c.Record, c.State, c.Events); err != nil {
+		return fmt.Errorf("committing round %d: %w", c.Record.Round, err)
+	}
+	l.state.Store(c.State)
+	return nil
+}

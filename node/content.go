@@ -1,0 +1,144 @@
+package node
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/lowband/lowband/verify"
+)
+
+// slot names one shard of a contribution: its round, its peer and its index.
+type slot struct {
+	round uint64
+	peer  string
+	index uint32
+}
+
+// contentStore keeps the bytes of the recent shards the node accepted (its own and its
+// peers'), so that it can serve them by payload CID or by slot, and so that a shard that
+// arrives twice (by gossip, from the stash, by fetch) reaches the loop once. It keeps the
+// first shard of a slot, and is bounded in bytes: over the bound it drops the oldest
+// rounds first and refuses shards of a round older than all it holds; the loop prunes by
+// round as rounds close. It holds only shards that passed every check. Safe for
+// concurrent use.
+type contentStore struct {
+	maxBytes int
+
+	mu      sync.Mutex
+	bytes   int
+	bySlot  map[slot]heldShard
+	byCID   map[string]slot
+	byRound map[uint64][]slot
+}
+
+// defaultContentBytes bounds a content store: a few rounds of every peer's contribution.
+const defaultContentBytes = 256 << 20
+
+func newContentStore(maxBytes int) *contentStore {
+	if maxBytes <= 0 {
+		maxBytes = defaultContentBytes
+	}
+	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot), byRound: make(map[uint64][]slot)}
+}
+
+// heldShard is a shard's encoding and its payload CID.
+type heldShard struct {
+	data []byte
+	cid  string
+}
+
+func slotOf(h *verify.ShardHeader) slot { return slot{round: h.Round, peer: h.Peer, index: h.Index} }
+
+// put keeps data, the encoding of s, unless the store holds it already. It reports
+// whether data is new: false for the same bytes a second time. Another shard for a held
+// slot (equivocation) is new but not kept. A new shard that does not fit is not kept.
+func (c *contentStore) put(s *verify.Shard, data []byte) bool {
+	k := slotOf(&s.Header)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.bySlot[k]; ok {
+		return !bytes.Equal(old.data, data)
+	}
+	if !c.makeRoom(len(data), k.round) {
+		return true
+	}
+	c.bySlot[k] = heldShard{data: bytes.Clone(data), cid: string(s.Header.PayloadCID)}
+	c.byCID[string(s.Header.PayloadCID)] = k
+	c.byRound[k.round] = append(c.byRound[k.round], k)
+	c.bytes += len(data)
+	return true
+}
+
+// remove drops the shard of s's slot if it is data (a put the loop never received).
+func (c *contentStore) remove(s *verify.Shard, data []byte) {
+	k := slotOf(&s.Header)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.bySlot[k]; ok && bytes.Equal(old.data, data) {
+		c.drop(k, old)
+	}
+}
+
+// makeRoom drops whole rounds older than round until n more bytes fit. c.mu is held.
+func (c *contentStore) makeRoom(n int, round uint64) bool {
+	for c.bytes+n > c.maxBytes {
+		oldest, any := uint64(0), false
+		for r := range c.byRound {
+			if !any || r < oldest {
+				oldest, any = r, true
+			}
+		}
+		if !any || oldest >= round {
+			return false
+		}
+		c.dropRound(oldest)
+	}
+	return true
+}
+
+// shard returns the held shard of a slot, nil if none. The bytes are shared.
+func (c *contentStore) shard(k slot) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bySlot[k].data
+}
+
+// byPayload returns the held shard whose header names payload CID cid, nil if none.
+func (c *contentStore) byPayload(cid []byte) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.byCID[string(cid)]; ok {
+		return c.bySlot[k].data
+	}
+	return nil
+}
+
+// prune drops the shards of rounds before round.
+func (c *contentStore) prune(round uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r := range c.byRound {
+		if r < round {
+			c.dropRound(r)
+		}
+	}
+}
+
+// dropRound drops every shard of round r. c.mu is held.
+func (c *contentStore) dropRound(r uint64) {
+	for _, k := range c.byRound[r] {
+		if old, ok := c.bySlot[k]; ok {
+			c.drop(k, old)
+		}
+	}
+	delete(c.byRound, r)
+}
+
+// drop forgets one held shard (its round's list is left to dropRound). c.mu is held.
+func (c *contentStore) drop(k slot, old heldShard) {
+	delete(c.bySlot, k)
+	if c.byCID[old.cid] == k {
+		delete(c.byCID, old.cid)
+	}
+	c.bytes -= len(old.data)
+}

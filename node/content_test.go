@@ -1,0 +1,65 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/verify"
+)
+
+func marshalShard(t testing.TB, s *verify.Shard) []byte {
+	t.Helper()
+	out, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestContentStoreKeepsRecentRoundsOnce: a shard is new once; another shard for a held
+// slot is new but not kept; over the byte bound the oldest round goes first and a shard
+// older than everything held is not kept; prune drops closed rounds.
+func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
+	fx := incentivestest.New("net-a", "run-a")
+	b := fx.Bundle("alice", "")
+	shard := func(round uint64, index uint32, payload string) ([]byte, slot) {
+		s := fx.Shard("alice", b, round, index, []byte(payload))
+		return marshalShard(t, s), slotOf(&s.Header)
+	}
+	one, _ := shard(1, 0, "p")
+	c := newContentStore(3 * len(one))
+	put := func(round uint64, index uint32, payload string) bool {
+		data, _ := shard(round, index, payload)
+		s := fx.Shard("alice", b, round, index, []byte(payload))
+		return c.put(s, data)
+	}
+	if !put(1, 0, "p") || put(1, 0, "p") {
+		t.Fatal("a shard must be new once")
+	}
+	if !put(1, 0, "q") {
+		t.Fatal("another shard for a held slot (equivocation) must be new")
+	}
+	if data, k := shard(1, 0, "p"); string(c.shard(k)) != string(data) {
+		t.Fatal("the first shard of a slot is the one kept")
+	}
+	put(2, 0, "p")
+	put(3, 0, "p")
+	put(4, 0, "p") // over the bound: round 1 goes
+	if _, k := shard(1, 0, "p"); c.shard(k) != nil {
+		t.Fatal("the oldest round was kept over the bound")
+	}
+	if put(0, 0, "p"); c.bytes > c.maxBytes {
+		t.Fatalf("%d bytes held, bound %d", c.bytes, c.maxBytes)
+	}
+	c.prune(4)
+	for r := range uint64(4) {
+		if _, k := shard(r, 0, "p"); c.shard(k) != nil {
+			t.Fatalf("round %d kept after prune", r)
+		}
+	}
+	data, k := shard(4, 0, "p")
+	s := fx.Shard("alice", b, 4, 0, []byte("p"))
+	if string(c.shard(k)) != string(data) || string(c.byPayload(s.Header.PayloadCID)) != string(data) {
+		t.Fatalf("round 4 not served by slot and CID (%d bytes held)", c.bytes)
+	}
+}

@@ -1,0 +1,22 @@
+package node
+
+import (
+	"time"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/verify"
+)
+
+// shardIn is a shard that passed every check of its validator, on its way to the loop:
+// the shard, its signer's marshalled bundle (evidence about the signer needs it) and
+// when it arrived.
+type shardIn struct {
+	shard  *verify.Shard
+	bundle []byte
+	at     time.Time
+}
+
+// evidenceIn is evidence that decoded and that its validator re-checked.
+type evidenceIn struct {
+	ev *incentives.Evidence
+}

@@ -1,0 +1,269 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/verify"
+)
+
+// The fetch protocol (p2p.FetchProtocol): one request per stream, a kind byte and a key,
+// and one response, the object's bytes, empty when the peer does not hold it. Whatever a
+// fetch returns goes through the same checks as gossip.
+const (
+	fetchBundle    byte = 1 // key: a bundle's 32-byte hash
+	fetchShardCID  byte = 2 // key: a shard's binary payload CID
+	fetchShardSlot byte = 3 // key: round (8 bytes, big endian), index (4 bytes), peer ID (text)
+)
+
+// Request bounds: a slot request is the longest.
+const (
+	maxFetchCID     = 64
+	maxFetchRequest = 1 + 8 + 4 + verify.MaxIDLen
+)
+
+// ErrBadFetchRequest is wrapped by parseFetchRequest for a request it refuses.
+var ErrBadFetchRequest = errors.New("malformed fetch request")
+
+// errNotHeld: the peer answered that it does not hold the object.
+var errNotHeld = errors.New("the peer does not hold it")
+
+// fetchRequest is one decoded request: kind and the key of that kind.
+type fetchRequest struct {
+	kind byte
+	hash [32]byte // fetchBundle
+	cid  []byte   // fetchShardCID
+	slot slot     // fetchShardSlot
+}
+
+func bundleRequest(h [32]byte) fetchRequest { return fetchRequest{kind: fetchBundle, hash: h} }
+func slotRequest(k slot) fetchRequest       { return fetchRequest{kind: fetchShardSlot, slot: k} }
+func cidRequest(cid []byte) fetchRequest    { return fetchRequest{kind: fetchShardCID, cid: cid} }
+
+func (r fetchRequest) marshal() []byte {
+	out := []byte{r.kind}
+	switch r.kind {
+	case fetchBundle:
+		out = append(out, r.hash[:]...)
+	case fetchShardCID:
+		out = append(out, r.cid...)
+	case fetchShardSlot:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+		out = binary.BigEndian.AppendUint32(out, r.slot.index)
+		out = append(out, r.slot.peer...)
+	}
+	return out
+}
+
+// parseFetchRequest decodes a request from a peer, checking its length for the kind before
+// anything else; a slot's peer ID must be canonical.
+func parseFetchRequest(b []byte) (fetchRequest, error) {
+	if len(b) < 1 || len(b) > maxFetchRequest {
+		return fetchRequest{}, fmt.Errorf("%w: %d bytes", ErrBadFetchRequest, len(b))
+	}
+	r, key := fetchRequest{kind: b[0]}, b[1:]
+	switch r.kind {
+	case fetchBundle:
+		if len(key) != len(r.hash) {
+			return r, fmt.Errorf("%w: bundle hash of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		copy(r.hash[:], key)
+	case fetchShardCID:
+		if len(key) == 0 || len(key) > maxFetchCID {
+			return r, fmt.Errorf("%w: CID of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.cid = append([]byte(nil), key...)
+	case fetchShardSlot:
+		if len(key) <= 12 {
+			return r, fmt.Errorf("%w: slot of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.slot = slot{round: binary.BigEndian.Uint64(key), index: binary.BigEndian.Uint32(key[8:]), peer: string(key[12:])}
+		if err := verify.CheckPeerID(r.slot.peer); err != nil {
+			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
+		}
+	default:
+		return r, fmt.Errorf("%w: kind %d", ErrBadFetchRequest, r.kind)
+	}
+	return r, nil
+}
+
+// fetchServer answers fetch requests from the bundle registry and the content store.
+type fetchServer struct {
+	reg     *registry
+	content *contentStore
+}
+
+// newFetchServer returns the server; serve it with
+// host.Handle(string(p2p.FetchProtocol(network)), maxFetchRequest, srv.handle).
+func newFetchServer(reg *registry, content *contentStore) *fetchServer {
+	return &fetchServer{reg: reg, content: content}
+}
+
+// handle implements p2p.Handler: a malformed request resets the stream, an object the
+// node does not hold gets an empty response.
+func (s *fetchServer) handle(_ context.Context, _ peer.ID, req []byte) ([]byte, error) {
+	r, err := parseFetchRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	switch r.kind {
+	case fetchBundle:
+		return s.reg.bundle(r.hash), nil
+	case fetchShardCID:
+		return s.content.byPayload(r.cid), nil
+	default:
+		return s.content.shard(r.slot), nil
+	}
+}
+
+// requester sends one request on a stream protocol (p2p.Host).
+type requester interface {
+	Request(ctx context.Context, to peer.ID, proto string, req []byte, maxResp int) ([]byte, error)
+}
+
+var _ requester = (*p2p.Host)(nil)
+
+// fetchClient asks one peer for one object, with a timeout.
+type fetchClient struct {
+	host     requester
+	proto    string
+	maxShard int // largest shard encoding: the shards topic's cap
+	timeout  time.Duration
+}
+
+// defaultFetchTimeout bounds one fetch.
+const defaultFetchTimeout = 10 * time.Second
+
+// newFetchClient returns a client of the fetch protocol of network w over host.
+func newFetchClient(host requester, network string, w wire) *fetchClient {
+	return &fetchClient{host: host, proto: string(p2p.FetchProtocol(network)), maxShard: w.shardCap(), timeout: defaultFetchTimeout}
+}
+
+// fetch asks peer to for the object of r. The bytes are unchecked: the caller checks them
+// as it checks gossip. errNotHeld: the peer answered that it has none.
+func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	maxResp := c.maxShard
+	if r.kind == fetchBundle {
+		maxResp = verify.MaxBundleSize
+	}
+	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, errNotHeld
+	}
+	return data, nil
+}
+
+// maxFetchesPerPeer bounds the bundle fetches in flight from one neighbour, so that one
+// forwarding shards under bundles it never serves cannot take every fetch slot.
+const maxFetchesPerPeer = 2
+
+// wantBundle fetches a bundle from the neighbour that forwarded a shard naming it, off
+// the validator's goroutine: at most one fetch per hash and maxFetchesPerPeer per
+// neighbour at a time, and none when MaxAsync are in flight (a later shard naming it asks
+// again). The stashed shards are checked when it arrives.
+func (f *fullChecks) wantBundle(h [32]byte, from peer.ID) {
+	if from == f.cfg.Self || f.cfg.Fetch == nil {
+		return
+	}
+	f.mu.Lock()
+	if f.pending[h] || f.fetching[from] >= maxFetchesPerPeer {
+		f.mu.Unlock()
+		return
+	}
+	f.pending[h] = true
+	f.fetching[from]++
+	f.mu.Unlock()
+	done := func() {
+		f.mu.Lock()
+		delete(f.pending, h)
+		if f.fetching[from]--; f.fetching[from] == 0 {
+			delete(f.fetching, from)
+		}
+		f.mu.Unlock()
+	}
+	if !f.goAsync(func(ctx context.Context) {
+		defer done()
+		if err := f.fetchBundle(ctx, from, h); err != nil {
+			f.cfg.Log.Debug("fetching bundle", "bundle", fmt.Sprintf("%x", h[:8]), "peer", from.ShortString(), "err", err)
+		}
+	}) {
+		done()
+	}
+}
+
+// fetchBundle asks from for the bundle of hash h and, if it is that bundle, checks and
+// holds it as if it came by gossip (counted as the attest topic's), draining the stash.
+func (f *fullChecks) fetchBundle(ctx context.Context, from peer.ID, h [32]byte) error {
+	data, err := f.cfg.Fetch.fetch(ctx, from, bundleRequest(h))
+	if err != nil {
+		return err
+	}
+	obj, r, reason := f.cfg.Wire.bundle(data)
+	if r == p2p.Accept && obj.(*verify.Bundle).Hash() != h {
+		r, reason = p2p.Reject, reasonDecode // not what was asked for
+	}
+	if r == p2p.Accept {
+		r, reason = f.addBundle(data)
+	}
+	f.cfg.Metrics.counted(p2p.KindAttest, r, reason)
+	if r != p2p.Accept {
+		return fmt.Errorf("fetched bundle: %s %s", r, reason)
+	}
+	return nil
+}
+
+// fetchWant asks peers in turn for the shard of slot k (one missing when a round is
+// about to close) until one sends a shard that passes every check and reaches the loop,
+// fetching its bundle from the same peer when unknown. It blocks: the loop calls it on a
+// goroutine of its own. Each answer is counted as the shards topic's.
+func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) bool {
+	if f.cfg.Fetch == nil {
+		return false
+	}
+	for _, p := range peers {
+		if ctx.Err() != nil {
+			return false
+		}
+		if p == f.cfg.Self {
+			continue
+		}
+		data, err := f.cfg.Fetch.fetch(ctx, p, slotRequest(k))
+		if err != nil {
+			continue
+		}
+		r, reason := f.fetchedShard(ctx, p, k, data)
+		f.cfg.Metrics.counted(p2p.KindShards, r, reason)
+		if r == p2p.Accept {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchedShard checks a shard that from sent for slot k.
+func (f *fullChecks) fetchedShard(ctx context.Context, from peer.ID, k slot, data []byte) (p2p.Result, string) {
+	obj, r, reason := f.cfg.Wire.shard(data)
+	if r != p2p.Accept {
+		return r, reason
+	}
+	s := obj.(*verify.Shard)
+	if slotOf(&s.Header) != k {
+		return p2p.Reject, reasonDecode // not what was asked for
+	}
+	h := [32]byte(s.Header.BundleHash)
+	if _, ok := f.reg.get(h); !ok {
+		_ = f.fetchBundle(ctx, from, h)
+	}
+	return f.recheck(data)
+}

@@ -1,0 +1,199 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/p2p/p2ptest"
+	"github.com/lowband/lowband/verify"
+)
+
+func TestFetchRequests(t *testing.T) {
+	alice := incentivestest.PeerID("alice")
+	for _, r := range []fetchRequest{
+		bundleRequest([32]byte{1, 2, 3}),
+		cidRequest(verify.PayloadCID([]byte("payload"))),
+		slotRequest(slot{round: 1 << 40, peer: alice, index: 7}),
+	} {
+		got, err := parseFetchRequest(r.marshal())
+		if err != nil || string(got.marshal()) != string(r.marshal()) {
+			t.Fatalf("kind %d: %+v, %v", r.kind, got, err)
+		}
+	}
+	long := slotRequest(slot{peer: string(bytes.Repeat([]byte("x"), verify.MaxIDLen+1))}).marshal()
+	for name, req := range map[string][]byte{
+		"empty":             nil,
+		"unknown kind":      {9, 1, 2},
+		"short hash":        append([]byte{fetchBundle}, make([]byte, 31)...),
+		"long hash":         append([]byte{fetchBundle}, make([]byte, 33)...),
+		"empty CID":         {fetchShardCID},
+		"slot without peer": slotRequest(slot{round: 1}).marshal(),
+		"slot of a bad ID":  slotRequest(slot{peer: "not a peer"}).marshal(),
+		"over the cap":      long,
+	} {
+		if _, err := parseFetchRequest(req); !errors.Is(err, ErrBadFetchRequest) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// FuzzFetchRequest: no request makes the decoder panic, and what it accepts encodes back
+// to the same bytes (one request has one form).
+func FuzzFetchRequest(f *testing.F) {
+	f.Add(bundleRequest([32]byte{1}).marshal())
+	f.Add(cidRequest(verify.PayloadCID(nil)).marshal())
+	f.Add(slotRequest(slot{round: 3, peer: incentivestest.PeerID("alice"), index: 2}).marshal())
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, req []byte) {
+		r, err := parseFetchRequest(req)
+		if err != nil {
+			if !errors.Is(err, ErrBadFetchRequest) {
+				t.Fatalf("error %v is not ErrBadFetchRequest", err)
+			}
+			return
+		}
+		if !bytes.Equal(r.marshal(), req) {
+			t.Fatalf("%x decodes and encodes to %x", req, r.marshal())
+		}
+	})
+}
+
+// TestFetchRoundTripBetweenHosts: a node fetches a bundle and shards from a peer over
+// the fetch protocol of two real hosts; a shard forwarded before its bundle is stashed,
+// the bundle fetched from the forwarder, and the shard reaches the loop once; a missing
+// slot is fetched and checked like gossip.
+func TestFetchRoundTripBetweenHosts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sw, err := p2ptest.Start(ctx, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	server, client := sw.Boot, sw.Hosts[0]
+	if err := p2ptest.Poll(ctx, "the hosts connected", 10*time.Millisecond, func() bool {
+		return len(client.ConnectedPeers()) > 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	held := newFullTest(t, 16, nil) // the serving node
+	fx := held.fx
+	alice := fx.Bundle("alice", "")
+	held.holdBundle(alice)
+	shards := [][]byte{
+		marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload 0"))),
+		marshalShard(t, fx.Shard("alice", alice, 10, 1, []byte("payload 1"))),
+	}
+	for _, s := range shards {
+		held.expect("serving node", p2p.KindShards, s, p2p.Accept, reasonOK)
+	}
+	server.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(held.f.reg, held.f.content).handle)
+
+	fc := newFetchClient(client, fx.Network, held.f.cfg.Wire)
+	b, _ := verify.UnmarshalBundle(alice)
+	s0, _ := verify.UnmarshalShard(shards[0], 4<<10)
+	for name, c := range map[string]struct {
+		req  fetchRequest
+		want []byte
+	}{
+		"bundle by hash": {bundleRequest(b.Hash()), alice},
+		"shard by CID":   {cidRequest(s0.Header.PayloadCID), shards[0]},
+		"shard by slot":  {slotRequest(slotOf(&s0.Header)), shards[0]},
+	} {
+		if got, err := fc.fetch(ctx, server.ID(), c.req); err != nil || !bytes.Equal(got, c.want) {
+			t.Fatalf("%s: %d bytes, %v", name, len(got), err)
+		}
+	}
+	if _, err := fc.fetch(ctx, server.ID(), bundleRequest([32]byte{9})); !errors.Is(err, errNotHeld) {
+		t.Fatalf("unknown bundle: %v", err)
+	}
+	if _, err := client.Request(ctx, server.ID(), fc.proto, []byte{9}, 100); err == nil {
+		t.Fatal("a malformed request was answered")
+	}
+
+	ft := newFullTest(t, 16, func(c *fullConfig) { c.Fetch = fc }) // the fetching node
+	if r := ft.vals[p2p.KindShards](ctx, server.ID(), shards[0]); r != p2p.Ignore {
+		t.Fatalf("shard before its bundle: %v", r)
+	}
+	ft.f.wg.Wait()
+	if len(ft.inbox) != 1 || ft.count(p2p.KindAttest, p2p.Accept, reasonOK) != 1 {
+		t.Fatalf("after the bundle fetch: %d events in the inbox", len(ft.inbox))
+	}
+	if !ft.f.fetchWant(ctx, []peer.ID{client.ID(), server.ID()}, slotOf(&s0.Header)) || len(ft.inbox) != 1 {
+		t.Fatalf("a slot already delivered, fetched again: inbox %d, want it once", len(ft.inbox))
+	}
+	s1, _ := verify.UnmarshalShard(shards[1], 4<<10)
+	if !ft.f.fetchWant(ctx, []peer.ID{server.ID()}, slotOf(&s1.Header)) || len(ft.inbox) != 2 {
+		t.Fatalf("missing slot fetched: inbox %d", len(ft.inbox))
+	}
+	for i := range 2 {
+		if in := (<-ft.inbox).(shardIn); in.shard.Header.Index != uint32(i) {
+			t.Fatalf("inbox %d: index %d", i, in.shard.Header.Index)
+		}
+	}
+}
+
+// TestGossipedShardBeforeItsBundleReachesTheLoop: over real gossip, a shard that arrives
+// before its bundle is stashed, the bundle fetched from the neighbour that forwarded the
+// shard, and the shard reaches the loop once.
+func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sw, err := p2ptest.Start(ctx, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	sender, receiver := sw.Boot, sw.Hosts[0]
+
+	served := newFullTest(t, 16, nil)
+	fx := served.fx
+	alice := fx.Bundle("alice", "")
+	served.holdBundle(alice)
+	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content).handle)
+
+	ft := newFullTest(t, 16, func(c *fullConfig) {
+		c.Self = receiver.ID()
+		c.Fetch = newFetchClient(receiver, fx.Network, c.Wire)
+	})
+	for kind, v := range ft.vals {
+		if err := receiver.SetValidator(kind, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := receiver.Subscribe(p2p.KindShards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	if err := p2ptest.Poll(ctx, "the receiver in the sender's shards topic", 10*time.Millisecond, func() bool {
+		return slices.Contains(sender.TopicPeers(p2p.KindShards), receiver.ID())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sender.Publish(ctx, p2p.KindShards, marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload")))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-ft.inbox:
+		if in, ok := ev.(shardIn); !ok || in.shard.Header.Peer != incentivestest.PeerID("alice") {
+			t.Fatalf("inbox got %T", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("the shard never reached the loop")
+	}
+	ft.f.wg.Wait()
+	if len(ft.inbox) != 0 || ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown) != 1 || ft.count(p2p.KindAttest, p2p.Accept, reasonOK) != 1 {
+		t.Fatalf("inbox %d more; counted: %v stashed, %v bundles fetched", len(ft.inbox),
+			ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown), ft.count(p2p.KindAttest, p2p.Accept, reasonOK))
+	}
+}

@@ -1,0 +1,283 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/training/round"
+)
+
+// Sizes of the round loop.
+const (
+	// inboxSize bounds the verified events waiting for the loop; a validator that finds
+	// the inbox full answers Ignore.
+	inboxSize = 4096
+	// tickInterval is how often the loop asks the core whether a round may close.
+	tickInterval = 100 * time.Millisecond
+	// republishEvery is how many closed rounds apart the node republishes its bundle, for
+	// peers that joined after it.
+	republishEvery = 10
+)
+
+// loopDeps are the loop's edges: everything it does outside the core. Each is called from
+// the loop's goroutine only.
+type loopDeps struct {
+	// commit persists a closed round (ledger.commit).
+	commit func(*core.Commit) error
+	// publish sends a message on the topic of kind.
+	publish func(ctx context.Context, kind string, data []byte) error
+	// fetch asks peers for missing shard slots; it must not block, and what it gets goes
+	// through the validators into the inbox (nil: no fetching).
+	fetch func(ctx context.Context, wants []core.Want)
+	// attest makes, registers and publishes the node's bundle of an epoch, and returns its
+	// signer; with an error, the signer is usable if it has a key (the publish failed).
+	attest func(ctx context.Context, epoch uint64) (core.Signer, error)
+	// view tells the validators the core's view after each event (nil: nobody).
+	view func(core.View)
+	// ready reports whether every genesis peer is there to train with (on the shards
+	// topic). The first local work waits for it, at most startWait, so that round 0 starts
+	// together (nil: start at once).
+	ready func() bool
+}
+
+// loop is the node's round loop: the only goroutine that touches the core. It selects on
+// the inbox (verified shards and evidence), the trainer's local work, the evaluator's
+// results and a ticker, and applies each Ready in order: commit, publish, fetch, train,
+// progress. Validators read the core's View through an atomic pointer.
+type loop struct {
+	core  *core.Core
+	clk   clock
+	deps  loopDeps
+	log   *slog.Logger
+	prog  *progress
+	train *trainer
+	eval  *evaluator
+
+	inbox     chan any // shardIn or evidenceIn; filled by the validators
+	done      chan localDone
+	evals     chan evalResult
+	view      atomic.Pointer[core.View]
+	startWait time.Duration // longest wait for the genesis peers before round 0
+	epoch     uint64        // epoch of the signer in use
+	bundle    []byte        // its bundle, republished for late joiners
+}
+
+func newLoop(c *core.Core, clk clock, deps loopDeps, log *slog.Logger, prog *progress, tr *trainer, ev *evaluator) *loop {
+	l := &loop{core: c, clk: clk, deps: deps, log: log, prog: prog, train: tr, eval: ev,
+		inbox: make(chan any, inboxSize), done: make(chan localDone), evals: make(chan evalResult, evalQueue)}
+	v := c.View()
+	l.view.Store(&v)
+	return l
+}
+
+// setView publishes the core's view to the validators.
+func (l *loop) setView() {
+	v := l.core.View()
+	l.view.Store(&v)
+	if l.deps.view != nil {
+		l.deps.view(v)
+	}
+}
+
+// View is the core's view after the last event. Safe for concurrent use.
+func (l *loop) View() core.View { return *l.view.Load() }
+
+// deliver hands a verified event (shardIn, evidenceIn) to the loop without blocking; false
+// when the inbox is full. Safe for concurrent use.
+func (l *loop) deliver(ev any) bool {
+	select {
+	case l.inbox <- ev:
+		return true
+	default:
+		return false
+	}
+}
+
+// inboxDepth is how many events wait for the loop. Safe for concurrent use.
+func (l *loop) inboxDepth() int { return len(l.inbox) }
+
+// run drives the rounds until ctx ends. It returns nil when ctx ends, or the error that
+// stopped it (a store that cannot commit, local work or a close that failed).
+func (l *loop) run(ctx context.Context, initial round.State) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go l.train.run(ctx, l.done)
+	go l.eval.run(ctx, l.evals)
+	l.eval.submit(evalJob{initial: true, params: initial.Params})
+	t := l.clk.NewTicker(tickInterval)
+	defer t.Stop()
+	if l.waitForPeers(ctx, t); ctx.Err() != nil {
+		return nil
+	}
+	if err := l.setSigner(ctx, l.View().Epoch); err != nil {
+		return err
+	}
+	rd, err := l.core.Start(l.clk.Now())
+	if err != nil {
+		return err
+	}
+	if err := l.apply(ctx, rd); err != nil {
+		return err
+	}
+	for {
+		var rd core.Ready
+		var err error
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-l.inbox:
+			rd, err = l.handle(ev)
+		case d := <-l.done:
+			if d.err != nil {
+				return fmt.Errorf("local work of round %d: %w", d.round, d.err)
+			}
+			rd, err = l.core.LocalDone(l.clk.Now(), d.round, d.params)
+		case e := <-l.evals:
+			l.prog.evaluated(e)
+			continue
+		case now := <-t.C():
+			rd, err = l.core.Tick(now)
+		}
+		if err != nil {
+			return err
+		}
+		if err := l.apply(ctx, rd); err != nil {
+			return err
+		}
+	}
+}
+
+// waitForPeers waits, tick by tick, until every genesis peer is there or startWait has
+// passed. Evaluations are reported meanwhile; the inbox waits.
+func (l *loop) waitForPeers(ctx context.Context, t ticker) {
+	if l.deps.ready == nil || l.deps.ready() {
+		return
+	}
+	l.log.Info("waiting for the genesis peers", "at_most", l.startWait)
+	until := l.clk.Now().Add(l.startWait)
+	for !l.deps.ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-l.evals:
+			l.prog.evaluated(e)
+		case now := <-t.C():
+			if !now.Before(until) {
+				l.log.Info("starting without every genesis peer")
+				return
+			}
+		}
+	}
+}
+
+// handle gives a verified event to the core. A shard the core does not take (a duplicate,
+// a round closed meanwhile) is dropped: it is logged, not an error of the loop.
+func (l *loop) handle(ev any) (core.Ready, error) {
+	switch e := ev.(type) {
+	case shardIn:
+		rd, err := l.core.Shard(e.at, e.shard, e.bundle)
+		if err != nil {
+			l.log.Debug("shard not taken", "round", e.shard.Header.Round, "peer", e.shard.Header.Peer, "err", err)
+			return core.Ready{}, nil
+		}
+		return rd, nil
+	case evidenceIn:
+		return l.core.Evidence(e.ev)
+	}
+	return core.Ready{}, fmt.Errorf("round loop: unknown event %T", ev)
+}
+
+// apply does what a Ready asks, in order: persist, publish, fetch, train, report.
+func (l *loop) apply(ctx context.Context, rd core.Ready) error {
+	if rd.Commit != nil {
+		if err := l.deps.commit(rd.Commit); err != nil {
+			return err
+		}
+	}
+	for _, m := range rd.Publish {
+		if err := l.deps.publish(ctx, m.Kind, m.Data); err != nil && ctx.Err() == nil {
+			l.log.Warn("publishing", "kind", m.Kind, "bytes", len(m.Data), "err", err)
+		}
+	}
+	if len(rd.Fetch) > 0 && l.deps.fetch != nil {
+		l.deps.fetch(ctx, rd.Fetch)
+	}
+	if rd.Train != nil {
+		if err := l.train.start(*rd.Train); err != nil {
+			return err
+		}
+	}
+	if rd.Summary != nil {
+		l.closed(ctx, rd.Summary, rd.Commit)
+	}
+	l.setView()
+	if v := l.View(); v.Epoch != l.epoch {
+		return l.setSigner(ctx, v.Epoch)
+	}
+	return nil
+}
+
+// setSigner attests the node for epoch and gives the core the new signer.
+func (l *loop) setSigner(ctx context.Context, epoch uint64) error {
+	s, err := l.deps.attest(ctx, epoch)
+	if err != nil && len(s.Key) == 0 {
+		return fmt.Errorf("attesting for epoch %d: %w", epoch, err)
+	}
+	if err != nil {
+		l.log.Warn("attestation", "epoch", epoch, "err", err)
+	}
+	l.core.SetSigner(s)
+	l.bundle = s.Bundle
+	l.epoch = epoch
+	l.prog.setEpoch(epoch)
+	return nil
+}
+
+// closed reports a closed round and has θ scored off the loop.
+func (l *loop) closed(ctx context.Context, s *core.Summary, c *core.Commit) {
+	scored := l.eval.submit(evalJob{round: s.Round, params: s.Params})
+	l.prog.roundClosed(roundStatus(s, l.clk.Now()), slashedIn(c), scored)
+	if s.Round%republishEvery == republishEvery-1 {
+		if err := l.deps.publish(ctx, p2p.KindAttest, l.bundle); err != nil && ctx.Err() == nil {
+			l.log.Warn("republishing the bundle", "err", err)
+		}
+	}
+}
+
+// roundStatus is a closed round as progress reports it (wire bytes are filled there).
+func roundStatus(s *core.Summary, now time.Time) RoundStatus {
+	included := s.Included
+	if included == nil {
+		included = []string{}
+	}
+	rejected := s.Rejected
+	if rejected == nil {
+		rejected = map[string]int{}
+	}
+	return RoundStatus{
+		Round: s.Round, Included: included, Rejected: rejected, Evidence: s.Evidence,
+		ContributionBytes: s.ContributionBytes, StallS: s.Stall.Seconds(), DeadlineS: s.Deadline.Seconds(),
+		Ranks: s.Ranks, StateRoot: hexRoot(s.StateRoot), LedgerRoot: hexRoot(s.LedgerRoot),
+		ClosedAt: now.UTC().Format(time.RFC3339),
+	}
+}
+
+// slashedIn lists the peers a commit penalised.
+func slashedIn(c *core.Commit) []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range c.Events {
+		if e.Kind == incentives.EventPenalty {
+			out = append(out, e.Peer)
+		}
+	}
+	return out
+}

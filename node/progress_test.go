@@ -1,0 +1,69 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestProgressLogsEachRoundOnceWithItsLoss: a scored round is logged when its loss
+// arrives, an unscored one at once; wire bytes are per round; /status keeps both.
+func TestProgressLogsEachRoundOnceWithItsLoss(t *testing.T) {
+	var buf bytes.Buffer
+	sent, recv := int64(100), int64(50)
+	g := gauges{
+		bandwidth: func() (int64, int64) { return sent, recv },
+		verifyCPU: func() time.Duration { return 1500 * time.Millisecond },
+		inbox:     func() int { return 3 },
+		stash:     func() int { return 0 },
+	}
+	reg := prometheus.NewRegistry()
+	p, err := newProgress(slog.New(slog.NewJSONHandler(&buf, nil)), reg, g, TrainingStatus{Task: "synthetic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.evaluated(evalResult{initial: true, loss: 2})
+	p.roundClosed(RoundStatus{Round: 0, Included: []string{"a", "b"}, Rejected: map[string]int{"incomplete": 1}, ContributionBytes: 10, StallS: 0.5}, []string{"x"}, true)
+	if strings.Contains(buf.String(), "round closed") {
+		t.Fatal("a scored round was logged before its loss")
+	}
+	sent, recv = 300, 80
+	p.roundClosed(RoundStatus{Round: 1, ContributionBytes: 20}, nil, false)
+	p.evaluated(evalResult{round: 0, loss: 1.5})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"round":1`) || !strings.Contains(lines[1], `"loss":1.5`) {
+		t.Fatalf("log lines:\n%s", buf.String())
+	}
+	st := p.status()
+	if st.InitialLoss == nil || *st.InitialLoss != 2 || len(st.Rounds) != 2 || st.Rounds[0].Loss == nil || *st.Rounds[0].Loss != 1.5 ||
+		st.Rounds[1].WireBytesSent != 200 || st.Rounds[1].WireBytesReceived != 30 || st.ContributionBytes != 30 ||
+		st.NextRound != 2 || st.VerifyCPUS != 1.5 || len(st.Slashed) != 1 || st.PeakRSSBytes <= 0 {
+		b, _ := json.Marshal(st)
+		t.Fatalf("status %s", b)
+	}
+	if got := metricValue(t, p.met.rejected.WithLabelValues("incomplete")); got != 1 {
+		t.Errorf("rejected incomplete = %v", got)
+	}
+	if got := metricValue(t, p.met.loss); got != 1.5 {
+		t.Errorf("loss gauge = %v", got)
+	}
+}
+
+// metricValue is the value of a counter or gauge.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
+}

@@ -1,0 +1,177 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/round"
+)
+
+// localDone is the end of one round's local work: the parameters after H inner steps from
+// the round's start, and the mean training loss. err is set when the work failed.
+type localDone struct {
+	round  uint64
+	params []training.Tensor
+	loss   float64
+	err    error
+}
+
+// evalResult is the held-out loss of θ after closing round (initial: of θ_0).
+type evalResult struct {
+	round   uint64
+	initial bool
+	loss    float64
+	err     error
+}
+
+// NewInner is the spec's inner optimizer on m: AdamW with its weight decay, gradient
+// clipping and the warmup + cosine schedule, which continues across rounds.
+func (p *Params) NewInner(m training.Model) *training.Inner {
+	in := p.Training.Inner
+	return &training.Inner{
+		Model:    m,
+		Opt:      training.NewAdamW(in.WeightDecay),
+		Schedule: training.Schedule{Peak: in.LR, Min: in.MinLR, Warmup: in.Warmup, Total: in.TotalSteps},
+		Clip:     in.Clip,
+	}
+}
+
+// trainer runs the node's local work in its own goroutine: H inner steps from the
+// parameters of each round.Start it is given, reported on done. It never waits on the
+// network; the loop gives it one start at a time.
+type trainer struct {
+	inner  *training.Inner
+	batch  *training.Batcher
+	h      int
+	starts chan round.Start
+}
+
+// newTrainer builds the node's model, inner optimizer and batches over its slice. The
+// batch order is the node's own (seeded by the spec's seed and its peer ID).
+func newTrainer(p *Params, d *taskData, self string) (*trainer, error) {
+	m, err := p.NewModel()
+	if err != nil {
+		return nil, err
+	}
+	b, err := training.NewBatcher(d.train, d.slice, p.Training.BatchSize, privateSeed(p.Training.Seed, self))
+	if err != nil {
+		return nil, fmt.Errorf("batches of the node's slice: %w", err)
+	}
+	return &trainer{inner: p.NewInner(m), batch: b, h: p.Training.InnerSteps, starts: make(chan round.Start, 1)}, nil
+}
+
+// privateSeed derives a node's own seed from the spec's seed and its peer ID.
+func privateSeed(seed uint64, self string) uint64 {
+	h := sha256.New()
+	_ = binary.Write(h, binary.BigEndian, seed)
+	h.Write([]byte(self))
+	return binary.BigEndian.Uint64(h.Sum(nil))
+}
+
+// start hands the next local work to the trainer. It never blocks: the round machine
+// starts one local work at a time, so a start while another is queued is an error.
+func (t *trainer) start(s round.Start) error {
+	select {
+	case t.starts <- s:
+		return nil
+	default:
+		return fmt.Errorf("local work for round %d started while another is queued", s.Round)
+	}
+}
+
+// run trains until ctx ends: for each start, H inner steps, reported on done.
+func (t *trainer) run(ctx context.Context, done chan<- localDone) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-t.starts:
+			out := t.work(ctx, s)
+			if ctx.Err() != nil {
+				return
+			}
+			select {
+			case done <- out:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// work runs H inner steps from s.Params, checking ctx between steps.
+func (t *trainer) work(ctx context.Context, s round.Start) localDone {
+	out := localDone{round: s.Round}
+	if out.err = training.Load(t.inner.Model.Params(), s.Params); out.err != nil {
+		return out
+	}
+	total := 0.0
+	for i := 0; i < t.h && ctx.Err() == nil; i++ {
+		loss, err := t.inner.Run(t.batch, 1)
+		if err != nil {
+			out.err = fmt.Errorf("inner step %d of round %d: %w", i, s.Round, err)
+			return out
+		}
+		total += loss
+	}
+	out.loss = total / float64(t.h)
+	out.params = training.Snapshot(t.inner.Model.Params())
+	return out
+}
+
+// evaluator scores θ on the held-out batch with its own model, off the loop goroutine.
+type evaluator struct {
+	model training.Model
+	batch training.Batch
+	jobs  chan evalJob
+}
+
+type evalJob struct {
+	round   uint64
+	initial bool
+	params  []training.Tensor
+}
+
+// evalQueue bounds the rounds waiting for evaluation; past it a round goes unscored.
+const evalQueue = 8
+
+func newEvaluator(p *Params, d *taskData) (*evaluator, error) {
+	m, err := p.NewModel()
+	if err != nil {
+		return nil, err
+	}
+	return &evaluator{model: m, batch: d.eval, jobs: make(chan evalJob, evalQueue)}, nil
+}
+
+// submit queues θ of a round for evaluation; false when the queue is full.
+func (e *evaluator) submit(j evalJob) bool {
+	select {
+	case e.jobs <- j:
+		return true
+	default:
+		return false
+	}
+}
+
+// run evaluates queued jobs until ctx ends, reporting each on out.
+func (e *evaluator) run(ctx context.Context, out chan<- evalResult) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-e.jobs:
+			r := evalResult{round: j.round, initial: j.initial}
+			if r.err = training.Load(e.model.Params(), j.params); r.err == nil {
+				r.loss, _, r.err = e.model.Eval(e.batch)
+			}
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/round"
+)
+
+// ErrNoModelState is returned when the store's ledger is past round 0: the node keeps no
+// model state yet, so it cannot resume a run it trained in before.
+var ErrNoModelState = errors.New("the ledger is past round 0 and no model state is saved: a node cannot resume a run yet; start from a fresh home (lowband init --force)")
+
+// newCore builds the node's round decisions from the network's params, resuming at st with
+// the ledger state led.
+func newCore(p *Params, s *configs.Spec, self string, st round.State, led *incentives.State) (*core.Core, error) {
+	if led.Round != st.Round {
+		if st.Round == 0 {
+			return nil, fmt.Errorf("ledger at round %d: %w", led.Round, ErrNoModelState)
+		}
+		return nil, fmt.Errorf("ledger at round %d, model at round %d", led.Round, st.Round)
+	}
+	return core.New(core.Config{
+		Self: self, Network: s.NetworkID(), Run: s.Run,
+		Round: p.RoundConfig(self, 1), Deadline: p.Deadline, Checker: p.Checker, Limits: p.Limits,
+	}, st, led)
+}
+
+// trainingParts are what a training node adds to a bootstrap node.
+type trainingParts struct {
+	params  *Params
+	initial round.State
+	loop    *loop
+	prog    *progress
+}
+
+// newTraining builds the node's training: data, trainer, evaluator, core, progress and the
+// loop, from the network's params and the ledger state led. deps are the loop's edges; g the gauges
+// progress reads (inbox depth is the loop's own).
+func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, led *incentives.State, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
+	st, err := p.Initial()
+	if err != nil {
+		return nil, err
+	}
+	c, err := newCore(p, s, self, st, led)
+	if err != nil {
+		return nil, err
+	}
+	d, err := loadData(p, cfg.Training.Data, self)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := newTrainer(p, d, self)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := newEvaluator(p, d)
+	if err != nil {
+		return nil, err
+	}
+	var l *loop
+	g.inbox = func() int { return l.inboxDepth() }
+	prog, err := newProgress(log, reg, g, TrainingStatus{
+		Task: p.Training.Task, Attestation: cfg.Attest.Producer, Insecure: cfg.Attest.Producer == configs.KindSim,
+		DenseBytesPerRound: denseBytes(st.Params),
+	})
+	if err != nil {
+		return nil, err
+	}
+	l = newLoop(c, clk, deps, log, prog, tr, ev)
+	l.startWait = p.Deadline.Max
+	return &trainingParts{params: p, initial: st, loop: l, prog: prog}, nil
+}
+
+// denseBytes is the size of one dense fp32 pseudo-gradient of ts: 4 bytes a parameter.
+func denseBytes(ts []training.Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		n += int64(len(t.Data))
+	}
+	return 4 * n
+}
+
+// startTraining builds the node's training before its host starts, since the validators
+// feed the loop from the first message: the full checks, the attestor, the loop. Their
+// edges reach the host through n once it exists.
+func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometheus.Registerer) error {
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	s := n.opts.Spec
+	p, err := NewParams(s)
+	if err != nil {
+		return fmt.Errorf("network spec: %w", err)
+	}
+	publish := func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) }
+	w := wireOf(s)
+	n.checks = newFullChecks(fullConfig{
+		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
+		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
+		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
+		Publish: publish, Metrics: met, Log: n.log,
+	})
+	att, err := newAttestor(n.opts.Config.Attest, n.opts.Home.Dir, key, s, n.checks.reg, publish)
+	if err != nil {
+		return fmt.Errorf("attestation producer: %w", err)
+	}
+	deps := loopDeps{
+		commit: n.ledger.commit, publish: publish, attest: att.attest,
+		fetch: n.fetchWants, view: n.checks.setView,
+		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
+	}
+	g := gauges{
+		bandwidth: func() (int64, int64) { return n.host.Bandwidth() },
+		verifyCPU: func() time.Duration { return time.Duration(n.checks.verifySeconds() * float64(time.Second)) },
+		stash:     func() int { e, _ := n.checks.stash.Len(); return e },
+	}
+	n.train, err = newTraining(p, s, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
+	return err
+}
+
+// genesisPresent reports whether every genesis peer but self is on the shards topic.
+func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
+	present := n.host.TopicPeers(p2p.KindShards)
+	for _, st := range g.Stakes {
+		id, err := peer.Decode(st.Peer)
+		if err == nil && id != self && !slices.Contains(present, id) {
+			return false
+		}
+	}
+	return true
+}
+
+// serveFetch answers the fetch protocol from the bundle registry and the content store.
+func (n *Node) serveFetch() {
+	srv := newFetchServer(n.checks.reg, n.checks.content)
+	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
+}
+
+// fetchWants asks the peers of the shards topic for the shard slots a round about to close
+// lacks, the slot's own peer first, off the loop's goroutine.
+func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
+	peers := n.host.TopicPeers(p2p.KindShards)
+	for _, w := range wants {
+		order := slices.Clone(peers)
+		if id, err := peer.Decode(w.Peer); err == nil {
+			if i := slices.Index(order, id); i > 0 {
+				order[0], order[i] = order[i], order[0]
+			}
+		}
+		k := slot{round: w.Round, peer: w.Peer, index: w.Index}
+		if !n.checks.goAsync(func(ctx context.Context) { n.checks.fetchWant(ctx, order, k) }) {
+			return // MaxAsync fetches in flight: the rest waits for the next round
+		}
+	}
+}
+
+// lateHost is the node's host for what is built before it: used only once it runs.
+type lateHost struct{ n *Node }
+
+func (h lateHost) Request(ctx context.Context, to peer.ID, proto string, req []byte, maxResp int) ([]byte, error) {
+	return h.n.host.Request(ctx, to, proto, req, maxResp)
+}
+
+// subscribe joins the topics the node needs as a subscriber, so that gossipsub puts it in
+// their meshes. What they deliver has passed the validators, which fed the loop already:
+// the subscriptions are drained until ctx ends.
+func (n *Node) subscribe(ctx context.Context) error {
+	for _, kind := range p2p.Kinds {
+		sub, err := n.host.Subscribe(kind)
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer sub.Cancel()
+			for {
+				if _, err := sub.Next(ctx); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	return nil
+}
