@@ -131,7 +131,7 @@ func TestDashboardStates(t *testing.T) {
 			{"peer": selfID, "stake": 100, "balance": 0, "power": 100, "jailed": false, "offences": 0, "contributions": 0, "score": 0}}})
 	b.Open(srv.URL + "/")
 	b.WaitFor("the no-rounds state", `document.getElementById("loss").innerText.includes("No round closed yet")`, 10*time.Second)
-	b.WaitFor("INSECURE shown", `!document.getElementById("insecure").hidden`, time.Second)
+	b.WaitFor("INSECURE shown", `!document.getElementById("insecure").hidden && document.getElementById("node").innerText.includes("sim INSECURE")`, time.Second)
 	b.WaitFor("the stake row", `document.querySelector('#stake tr[data-peer="`+selfID+`"] td.stake')?.innerText === "100"`, time.Second)
 	if got := webtest.Eval[string](b, `document.querySelector("#peers td.peer").innerText`); got != hostile {
 		t.Errorf("peer shown as %q, want the text %q", got, hostile)

@@ -100,7 +100,7 @@ function renderNode(s) {
     ["run", s.run],
     ["version", s.version || "unknown"],
     ["uptime", fmtDur(s.uptime_s)],
-    ["attestation", t ? el("span", {}, t.attestation, t.insecure ? el("span", { class: "tag bad" }, "INSECURE") : null)
+    ["attestation", t ? el("span", {}, t.attestation, t.insecure ? " " : null, t.insecure ? el("span", { class: "tag bad" }, "INSECURE") : null)
       : "none (a bootstrap node does not train)"],
     ["connected peers", String(s.connected_peers)],
     ["DHT table", String(s.dht_table_size)],

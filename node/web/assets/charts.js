@@ -88,7 +88,8 @@ function timelineChart(t, nowMS) {
   const end = Math.max(nowMS, rs[rs.length - 1].at);
   const f = frame(640, 120, [0, (end - start) / 1000], [0, 1]);
   const root = svg("svg", { viewBox: `0 0 ${f.w} ${f.h}`, role: "img", "aria-label": "round timeline" });
-  axes(f, root, [], String, ticks(0, (end - start) / 1000, 6), (v) => `${Math.round(v - (end - start) / 1000)}s`);
+  const span = (end - start) / 1000;
+  axes(f, root, [], String, ticks(0, span, 6), (v) => `${(v - span).toFixed(span < 10 ? 1 : 0)} s`);
   const y = f.sy(0.85), hgt = f.sy(0.15) - f.sy(0.85);
   for (let i = 1; i < rs.length; i++) {
     const a = (rs[i - 1].at - start) / 1000, b = (rs[i].at - start) / 1000, r = rs[i].r;

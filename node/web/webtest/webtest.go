@@ -146,6 +146,29 @@ func (b *Browser) WaitFor(what, expr string, timeout time.Duration) {
 	}
 }
 
+// WaitEqual evaluates the JavaScript expression expr, a string, every 100 ms until it equals
+// what want returns at that moment, failing the test with both after timeout. want is asked
+// again each time, so a page and a source that both move can be compared.
+func (b *Browser) WaitEqual(what string, want func() string, expr string, timeout time.Duration) {
+	b.t.Helper()
+	end := time.Now().Add(timeout)
+	for {
+		w := want()
+		got := Eval[string](b, expr)
+		if got == w {
+			return
+		}
+		if time.Now().After(end) {
+			b.t.Fatalf("waiting %v for %s: the page shows\n%s\nwant\n%s", timeout, what, got, w)
+		}
+		select {
+		case <-b.ctx.Done():
+			b.t.Fatalf("waiting for %s: %v", what, b.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // CheckConsole fails the test if the page logged an error or threw.
 func (b *Browser) CheckConsole() {
 	b.t.Helper()
