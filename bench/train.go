@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/training/aggregate"
 	"github.com/lowband/lowband/training/compress"
 )
@@ -66,7 +67,7 @@ type TrainOptions struct {
 }
 
 // DefaultFMNISTDir is where Debian's dataset-fashion-mnist package installs the data.
-const DefaultFMNISTDir = "/usr/share/datasets/fashion-mnist"
+const DefaultFMNISTDir = configs.DefaultFMNISTDir
 
 // DefaultTrainOptions returns the measured defaults for a task.
 func DefaultTrainOptions(task string) TrainOptions {

@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 
+	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/training"
 )
 
@@ -100,13 +100,7 @@ func workerSlices(pool []int, seed uint64, workers int) ([][]int, error) {
 }
 
 // DefaultCorpus is the path of Go's copy of Newton's Opticks, the default charlm corpus.
-func DefaultCorpus() string {
-	root := os.Getenv("GOROOT")
-	if root == "" {
-		root = runtime.GOROOT() //nolint:staticcheck // the build's GOROOT is the best default
-	}
-	return filepath.Join(root, "src", "testdata", "Isaac.Newton-Opticks.txt")
-}
+func DefaultCorpus() string { return configs.DefaultCorpus() }
 
 func loadCharLM(opt TrainOptions) (*task, error) {
 	path := opt.Corpus

@@ -1,6 +1,25 @@
 package configs
 
-import "strings"
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// DefaultFMNISTDir is where Debian's dataset-fashion-mnist package installs Fashion-MNIST:
+// the fmnist task's default data.
+const DefaultFMNISTDir = "/usr/share/datasets/fashion-mnist"
+
+// DefaultCorpus is the charlm task's default text: Go's copy of Newton's Opticks, under
+// $GOROOT, else under the GOROOT the binary was built with.
+func DefaultCorpus() string {
+	root := os.Getenv("GOROOT")
+	if root == "" {
+		root = runtime.GOROOT() //nolint:staticcheck // the build's GOROOT is the best default
+	}
+	return filepath.Join(root, "src", "testdata", "Isaac.Newton-Opticks.txt")
+}
 
 // TrainingConfig is this node's local training settings (the recipe itself is in the spec).
 type TrainingConfig struct {

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 
 	"github.com/lowband/lowband/configs"
@@ -23,8 +22,6 @@ const (
 	heldOutFraction = 0.1
 	// syntheticSamples is the synthetic task's training set size.
 	syntheticSamples = 4096
-	// DefaultFMNISTDir is where Debian's dataset-fashion-mnist package installs the data.
-	DefaultFMNISTDir = "/usr/share/datasets/fashion-mnist"
 )
 
 // ErrNoData reports training data that is missing where the node looks for it.
@@ -63,14 +60,9 @@ func loadData(p *Params, path, self string) (*taskData, error) {
 	return d, nil
 }
 
-// DefaultCorpus is the charlm task's default text: Go's copy of Newton's Opticks.
-func DefaultCorpus() string {
-	return filepath.Join(runtime.GOROOT(), "src", "testdata", "Isaac.Newton-Opticks.txt") //nolint:staticcheck // the toolchain's copy is the default corpus
-}
-
 func loadCharLM(p *Params, path string) (*taskData, error) {
 	if path == "" {
-		path = DefaultCorpus()
+		path = configs.DefaultCorpus()
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -90,7 +82,7 @@ func loadCharLM(p *Params, path string) (*taskData, error) {
 
 func loadFMNIST(dir string) (*taskData, error) {
 	if dir == "" {
-		dir = DefaultFMNISTDir
+		dir = configs.DefaultFMNISTDir
 	}
 	open := func(name string) (*training.ImageData, error) {
 		im, err := os.Open(filepath.Join(dir, name+"-images-idx3-ubyte.gz"))

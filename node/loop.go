@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,52 +105,58 @@ func (l *loop) deliver(ev any) bool {
 func (l *loop) inboxDepth() int { return len(l.inbox) }
 
 // run drives the rounds until ctx ends. It returns nil when ctx ends, or the error that
-// stopped it (a store that cannot commit, local work or a close that failed).
+// stopped it (a store that cannot commit, local work or a close that failed), once the
+// trainer and the evaluator have stopped.
 func (l *loop) run(ctx context.Context, initial round.State) error {
 	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
-	go l.train.run(ctx, l.done)
-	go l.eval.run(ctx, l.evals)
+	wg.Add(2)
+	go func() { defer wg.Done(); l.train.run(ctx, l.done) }()
+	go func() { defer wg.Done(); l.eval.run(ctx, l.evals) }()
 	l.eval.submit(evalJob{initial: true, params: initial.Params})
 	t := l.clk.NewTicker(tickInterval)
 	defer t.Stop()
 	if l.waitForPeers(ctx, t); ctx.Err() != nil {
 		return nil
 	}
-	if err := l.setSigner(ctx, l.View().Epoch); err != nil {
-		return err
+	err := l.setSigner(ctx, l.View().Epoch)
+	var rd core.Ready
+	if err == nil {
+		rd, err = l.core.Start(l.clk.Now())
 	}
-	rd, err := l.core.Start(l.clk.Now())
-	if err != nil {
-		return err
+	for err == nil {
+		if err = l.apply(ctx, rd); err == nil {
+			rd, err = l.next(ctx, t)
+		}
 	}
-	if err := l.apply(ctx, rd); err != nil {
-		return err
+	if ctx.Err() != nil { // stopping: what failed meanwhile failed for that
+		return nil
 	}
+	return err
+}
+
+// errStopped ends the loop when its context ends.
+var errStopped = errors.New("round loop stopped")
+
+// next waits for the next event and gives it to the core.
+func (l *loop) next(ctx context.Context, t ticker) (core.Ready, error) {
 	for {
-		var rd core.Ready
-		var err error
 		select {
 		case <-ctx.Done():
-			return nil
+			return core.Ready{}, errStopped
 		case ev := <-l.inbox:
-			rd, err = l.handle(ev)
+			return l.handle(ev)
 		case d := <-l.done:
 			if d.err != nil {
-				return fmt.Errorf("local work of round %d: %w", d.round, d.err)
+				return core.Ready{}, fmt.Errorf("local work of round %d: %w", d.round, d.err)
 			}
-			rd, err = l.core.LocalDone(l.clk.Now(), d.round, d.params)
+			return l.core.LocalDone(l.clk.Now(), d.round, d.params)
 		case e := <-l.evals:
 			l.prog.evaluated(e)
-			continue
 		case now := <-t.C():
-			rd, err = l.core.Tick(now)
-		}
-		if err != nil {
-			return err
-		}
-		if err := l.apply(ctx, rd); err != nil {
-			return err
+			return l.core.Tick(now)
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -332,4 +334,58 @@ func TestSilentPeerAdaptiveDeadline(t *testing.T) {
 		t.Fatalf("%d rounds took %v of the clock; deadlines %v", rounds, took, deadlines)
 	}
 	t.Logf("deadline by round: %v; %d rounds in %v", deadlines, rounds, clk.Now().Sub(start))
+}
+
+// TestNewSignerEachEpoch: when the local work enters a new attestation epoch the loop
+// attests a fresh key for it, and every shard the node signs names the bundle of its
+// round's epoch.
+func TestNewSignerEachEpoch(t *testing.T) {
+	key := p2ptest.Key()
+	self, _ := peer.IDFromPrivateKey(key)
+	s := syntheticSpec(t, map[string]uint64{self.String(): 100})
+	s.Attest.EpochRounds = 2
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	b := &bus{bundles: map[[32]byte][]byte{}, max: s.Training.Compression.MaxShardBytes}
+	h := newLoopHarness(t, s, key, newFakeClock(), b)
+	var mu sync.Mutex
+	epochOf := map[[32]byte]uint64{}
+	var attested []uint64
+	signer := h.l.deps.attest
+	h.l.deps.attest = func(ctx context.Context, epoch uint64) (core.Signer, error) {
+		sg, err := signer(ctx, epoch)
+		mu.Lock()
+		attested, epochOf[sg.BundleHash] = append(attested, epoch), epoch
+		mu.Unlock()
+		return sg, err
+	}
+	var wrong []string
+	publish := h.l.deps.publish
+	h.l.deps.publish = func(ctx context.Context, kind string, data []byte) error {
+		if kind == p2p.KindShards {
+			sh, err := verify.UnmarshalShard(data, b.max)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			if e, ok := epochOf[[32]byte(sh.Header.BundleHash)]; !ok || e != sh.Header.Round/2 {
+				wrong = append(wrong, fmt.Sprintf("round %d under the bundle of epoch %d (%v)", sh.Header.Round, e, ok))
+			}
+			mu.Unlock()
+		}
+		return publish(ctx, kind, data)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.run(t, ctx)
+	waitFor(t, ctx, func() bool { return h.l.View().NextClose >= 6 })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		t.Fatalf("shards signed under another epoch's bundle: %v", wrong)
+	}
+	if len(attested) < 3 || !slices.Equal(attested[:3], []uint64{0, 1, 2}) {
+		t.Fatalf("attested for epochs %v, want 0, 1, 2, ...", attested)
+	}
 }

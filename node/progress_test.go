@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // TestProgressLogsEachRoundOnceWithItsLoss: a scored round is logged when its loss
@@ -47,23 +46,33 @@ func TestProgressLogsEachRoundOnceWithItsLoss(t *testing.T) {
 		b, _ := json.Marshal(st)
 		t.Fatalf("status %s", b)
 	}
-	if got := metricValue(t, p.met.rejected.WithLabelValues("incomplete")); got != 1 {
+	if got := gathered(t, reg, "lowband_round_contributions_rejected_total", "incomplete"); got != 1 {
 		t.Errorf("rejected incomplete = %v", got)
 	}
-	if got := metricValue(t, p.met.loss); got != 1.5 {
+	if got := gathered(t, reg, "lowband_round_loss", ""); got != 1.5 {
 		t.Errorf("loss gauge = %v", got)
 	}
 }
 
-// metricValue is the value of a counter or gauge.
-func metricValue(t *testing.T, m prometheus.Metric) float64 {
+// gathered is the value of the metric name in reg whose one label has the value label
+// ("" for a metric without labels).
+func gathered(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
 	t.Helper()
-	var d dto.Metric
-	if err := m.Write(&d); err != nil {
+	mfs, err := reg.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Counter != nil {
-		return d.Counter.GetValue()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() != name || (label != "" && (len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != label)) {
+				continue
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
 	}
-	return d.Gauge.GetValue()
+	t.Fatalf("no metric %s{%s}", name, label)
+	return 0
 }

@@ -29,9 +29,9 @@ func statusCommand() *cli.Command {
 			if err := apiGet(c.Context, h, "/status", &raw); err != nil {
 				return err
 			}
-			var st node.Status
-			if err := json.Unmarshal(raw, &st); err != nil {
-				return fmt.Errorf("GET /status: decoding the answer: %w", err)
+			st, err := decodeStatus(raw)
+			if err != nil {
+				return err
 			}
 			if c.Bool("json") {
 				return writeJSON(c.App.Writer, st)
@@ -39,6 +39,26 @@ func statusCommand() *cli.Command {
 			return printStatus(c.App.Writer, st, trainingOf(raw))
 		},
 	}
+}
+
+// decodeStatus reads a status answer. A training object of another shape than this
+// build's (a node of another version) is left out rather than refused: the summary
+// shows it as far as it can (trainingOf).
+func decodeStatus(raw json.RawMessage) (node.Status, error) {
+	var st node.Status
+	err := json.Unmarshal(raw, &st)
+	if err != nil {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) == nil {
+			delete(fields, "training")
+			b, _ := json.Marshal(fields) // re-encoding decoded JSON cannot fail
+			st, err = node.Status{}, json.Unmarshal(b, &st)
+		}
+	}
+	if err != nil {
+		return node.Status{}, fmt.Errorf("GET /status: decoding the answer: %w", err)
+	}
+	return st, nil
 }
 
 // printStatus writes the compact summary: who, where, how connected, and the training
