@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,15 +25,13 @@ func TestDashboardShowsTheSwarm(t *testing.T) {
 	defer cancel()
 	b := webtest.New(t, ctx)
 	swarm, _, boot := startSwarmAt(t, ctx, 2)
-	n := swarm[0]
-	api := "http://" + n.APIAddr()
+	api := "http://" + swarm[0].APIAddr()
+	ledgers := watchLedger(t, ctx, api)
 
 	b.Open(api + "/")
 	b.WaitFor("two scored rounds on the loss curve", `Number(document.querySelector("#loss svg")?.dataset.points) >= 2`, 60*time.Second)
-	b.WaitEqual("the peers table as GET /peers says", func() string { return peerRows(t, api) }, tableRows("peers", "latency"), 10*time.Second)
-	for _, col := range []string{"stake", "balance", "power"} {
-		b.WaitEqual("the stake table's "+col+" as GET /ledger says", func() string { return ledgerRows(t, api, col) }, tableRows("stake", col), 10*time.Second)
-	}
+	b.WaitEqual("the peers table as GET /peers says", peersShown, func(string) string { return peerRows(t, api) }, 10*time.Second)
+	b.WaitEqual("the stake table as GET /ledger said at its round", stakeShown, ledgers.at, 20*time.Second)
 	b.Screenshot("lowband-dashboard.png")
 
 	b.Open("http://" + boot.APIAddr() + "/")
@@ -40,46 +39,89 @@ func TestDashboardShowsTheSwarm(t *testing.T) {
 	b.CheckConsole()
 }
 
-// tableRows is a JavaScript expression: the rows of the dashboard table in section id as
-// "peer=value" lines, value the cell of class col (only its presence, for latency).
-func tableRows(id, col string) string {
-	cell := fmt.Sprintf(`r.querySelector("td.%s").innerText`, col)
-	if col == "latency" {
-		cell = `""`
-	}
-	return fmt.Sprintf(`[...document.querySelectorAll("#%s tr[data-peer]")].map((r) => r.dataset.peer + "=" + %s).sort().join("\n")`, id, cell)
-}
+// peersShown is the peers table as "peer" lines, sorted.
+const peersShown = `[...document.querySelectorAll("#peers tr[data-peer]")].map((r) => r.dataset.peer).sort().join("\n")`
 
-// peerRows is what GET /peers says, as tableRows("peers", "latency") shows it.
+// stakeShown is the stake table as its ledger round, then "peer stake balance power" lines.
+const stakeShown = `document.querySelector("#stake table")?.dataset.round + "\n" +
+	[...document.querySelectorAll("#stake tr[data-peer]")].map((r) =>
+		[r.dataset.peer, ...["stake", "balance", "power"].map((c) => r.querySelector("td." + c).innerText)].join(" ")).sort().join("\n")`
+
+// peerRows is what GET /peers says, as peersShown shows it.
 func peerRows(t *testing.T, api string) string {
 	var ps []Peer
 	if err := json.Unmarshal(get(t, api+"/peers"), &ps); err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) == 0 {
-		t.Fatal("GET /peers: no peers")
-	}
 	rows := make([]string, len(ps))
 	for i, p := range ps {
-		rows[i] = p.ID + "="
+		rows[i] = p.ID
 	}
 	slices.Sort(rows)
 	return strings.Join(rows, "\n")
 }
 
-// ledgerRows is what GET /ledger says of col, as tableRows("stake", col) shows it.
-func ledgerRows(t *testing.T, api, col string) string {
+// ledgerHistory is what GET /ledger said at each round it was seen at, as stakeShown shows
+// it. The ledger moves on with every round, faster than the page refreshes, so the page is
+// compared with the ledger at the round the page shows.
+type ledgerHistory struct {
+	mu   sync.Mutex
+	seen map[string]string // round -> rows
+}
+
+// watchLedger polls GET /ledger every 20 ms until the test ends.
+func watchLedger(t *testing.T, ctx context.Context, api string) *ledgerHistory {
+	h := &ledgerHistory{seen: map[string]string{}}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if round, rows, err := ledgerRows(ctx, api); err == nil {
+				h.mu.Lock()
+				h.seen[round] = round + "\n" + rows
+				h.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return h
+}
+
+// at is the ledger at the round the page shows, or what it last saw of that round if it
+// missed it.
+func (h *ledgerHistory) at(shown string) string {
+	round, _, _ := strings.Cut(shown, "\n")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if rows, ok := h.seen[round]; ok {
+		return rows
+	}
+	return fmt.Sprintf("(the ledger at round %s was not seen; %d rounds were)", round, len(h.seen))
+}
+
+func ledgerRows(ctx context.Context, api string) (round, rows string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/ledger", nil)
+	if err != nil {
+		return "", "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
 	var tab incentives.Table
-	if err := json.Unmarshal(get(t, api+"/ledger"), &tab); err != nil {
-		t.Fatal(err)
+	if err := json.NewDecoder(resp.Body).Decode(&tab); err != nil {
+		return "", "", err
 	}
-	rows := map[string]uint64{}
-	for _, p := range tab.Peers {
-		rows[p.Peer] = map[string]uint64{"stake": p.Stake, "balance": p.Balance, "power": p.Power}[col]
+	out := make([]string, len(tab.Peers))
+	for i, p := range tab.Peers {
+		out[i] = fmt.Sprintf("%s %d %d %d", p.Peer, p.Stake, p.Balance, p.Power)
 	}
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(rows)) {
-		out = append(out, fmt.Sprintf("%s=%d", k, rows[k]))
-	}
-	return strings.Join(out, "\n")
+	slices.Sort(out)
+	return fmt.Sprint(tab.Round), strings.Join(out, "\n"), nil
 }

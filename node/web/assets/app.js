@@ -226,7 +226,7 @@ function renderStake(ledger, s) {
     el("td", {}, String(p.score))));
   show("stake", el("p", {}, `Ledger at round ${ledger.round}, total power ${ledger.total_power}, root `,
     el("span", { class: "mono", title: ledger.root }, ledger.root.slice(0, 16))),
-  ledger.peers.length ? el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)) : empty("The ledger has no accounts."));
+  ledger.peers.length ? el("table", { "data-round": ledger.round }, el("thead", {}, head), el("tbody", {}, ...body)) : empty("The ledger has no accounts."));
 }
 
 poll();

@@ -147,14 +147,15 @@ func (b *Browser) WaitFor(what, expr string, timeout time.Duration) {
 }
 
 // WaitEqual evaluates the JavaScript expression expr, a string, every 100 ms until it equals
-// what want returns at that moment, failing the test with both after timeout. want is asked
-// again each time, so a page and a source that both move can be compared.
-func (b *Browser) WaitEqual(what string, want func() string, expr string, timeout time.Duration) {
+// what want returns for it, failing the test with both after timeout. want sees what the page
+// shows, so that a source that moves on can answer with its state at the moment the page
+// shows (a ledger at the page's round, say).
+func (b *Browser) WaitEqual(what, expr string, want func(shown string) string, timeout time.Duration) {
 	b.t.Helper()
 	end := time.Now().Add(timeout)
 	for {
-		w := want()
 		got := Eval[string](b, expr)
+		w := want(got)
 		if got == w {
 			return
 		}
