@@ -20,6 +20,7 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/node/attest"
+	"github.com/lowband/lowband/node/web"
 	"github.com/lowband/lowband/p2p"
 )
 
@@ -81,6 +82,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	extra := map[string]http.Handler{"/ledger": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "a bootstrap node keeps no ledger", http.StatusNotFound)
 	})}
+	extra["/"] = web.Handler() // the dashboard
 	if role == configs.RoleNode {
 		if err := attest.CheckStart(opts.Config, opts.Spec); err != nil {
 			return nil, fmt.Errorf("refusing to start: %w", err)
