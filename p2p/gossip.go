@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
@@ -65,40 +64,11 @@ type topic struct {
 	val atomic.Pointer[Validator]
 }
 
-// Score thresholds. A fresh peer scores 0; only a negative application score or
-// misbehaviour moves a peer below them. An application score of -1000 stops
-// gossip with the peer and -4000 graylists it.
-var scoreThresholds = pubsub.PeerScoreThresholds{
-	GossipThreshold:             -500,
-	PublishThreshold:            -1000,
-	GraylistThreshold:           -4000,
-	AcceptPXThreshold:           0, // accept peer exchange from any peer in good standing
-	OpportunisticGraftThreshold: 0,
-}
-
 // MessageID is gossipsub's message ID: the SHA-256 of the payload. The same bytes
 // published twice, by one host or by two, are one message.
 func MessageID(data []byte) string {
 	sum := sha256.Sum256(data)
 	return string(sum[:])
-}
-
-func (h *Host) scoreParams() *pubsub.PeerScoreParams {
-	p := &pubsub.PeerScoreParams{
-		AppSpecificScore:          h.appScoreOf,
-		AppSpecificWeight:         1,
-		BehaviourPenaltyWeight:    -10,
-		BehaviourPenaltyThreshold: 6,
-		BehaviourPenaltyDecay:     0.9,
-		DecayInterval:             time.Second,
-		DecayToZero:               0.01,
-		RetainScore:               10 * time.Minute,
-	}
-	if h.cfg.ColocationPenalty {
-		p.IPColocationFactorWeight = -50
-		p.IPColocationFactorThreshold = 5
-	}
-	return p
 }
 
 func (h *Host) startGossip() error {
@@ -109,6 +79,7 @@ func (h *Host) startGossip() error {
 		pubsub.WithFloodPublish(true),
 		pubsub.WithPeerExchange(h.cfg.PeerExchange),
 		pubsub.WithPeerScore(h.scoreParams(), &scoreThresholds),
+		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(h.scores.inspect), scoreInspectInterval),
 		pubsub.WithMaxMessageSize(pubsub.DefaultMaxMessageSize),
 		pubsub.WithRawTracer(h.mesh),
 	)

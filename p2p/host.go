@@ -35,6 +35,7 @@ type Host struct {
 	relays   []pubsub.RelayCancelFunc
 	appScore atomic.Pointer[func(peer.ID) float64]
 	mesh     *meshTracer // mesh sizes per topic, once gossipsub reports to it
+	scores   scoreBoard  // gossipsub's latest score of each connected peer
 
 	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
 
