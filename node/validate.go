@@ -178,8 +178,10 @@ func validators(w wire, full map[string]fullCheck, met *gossipMetrics) map[strin
 
 // Round window bounds.
 const (
-	// replayAfter: a shard more than this many rounds before the first open round is a
-	// replay (Reject); a later one is only late (Ignore).
+	// replayAfter: a shard more than this many rounds before the first open round is
+	// counted as a replay, a later one as late. Both are Ignore, not Reject: the window is
+	// this node's own view of the rounds, and an honest peer a few rounds behind may
+	// forward such a shard in good faith, so it must not cost that peer its score.
 	replayAfter = 2
 	// keepRounds: the content store keeps the shards of this many rounds before the
 	// first open round, for peers that fetch them.
@@ -190,7 +192,7 @@ const (
 func window(v core.View, round uint64) (p2p.Result, string) {
 	switch {
 	case v.NextClose > replayAfter && round < v.NextClose-replayAfter:
-		return p2p.Reject, reasonReplay
+		return p2p.Ignore, reasonReplay
 	case round < v.NextClose:
 		return p2p.Ignore, reasonLate
 	case round > v.NextLocal && round-v.NextLocal > v.Window:

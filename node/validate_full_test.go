@@ -169,7 +169,7 @@ func TestBadShardsRefusedAndCounted(t *testing.T) {
 		{"other network", marshalShard(t, other.Shard("alice", other.Bundle("alice", ""), 10, 0, []byte("payload"))), p2p.Reject, reasonNetwork},
 		{"other run", marshalShard(t, otherRun.Shard("alice", otherRun.Bundle("alice", ""), 10, 0, []byte("payload"))), p2p.Reject, reasonRun},
 		{"closed round", marshalShard(t, fx.Shard("alice", alice, 9, 0, []byte("payload"))), p2p.Ignore, reasonLate},
-		{"replay from an earlier round", marshalShard(t, fx.Shard("alice", alice, 3, 0, []byte("payload"))), p2p.Reject, reasonReplay},
+		{"replay from an earlier round", marshalShard(t, fx.Shard("alice", alice, 3, 0, []byte("payload"))), p2p.Ignore, reasonReplay},
 		{"too far ahead", marshalShard(t, fx.Shard("alice", alice, 14, 0, []byte("payload"))), p2p.Ignore, reasonFuture},
 		{"peer other than the bundle's", signedAs(t, fx, fx.Key("alice"), alice, "bob", 10, "payload"), p2p.Reject, reasonPeerMismatch},
 		{"signed by a key the bundle does not attest", signedAs(t, fx, fx.Key("mallory"), alice, "alice", 10, "payload"), p2p.Reject, reasonSignature},
