@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/lowband/lowband/node"
 	"github.com/lowband/lowband/training/aggregate"
 	"github.com/lowband/lowband/training/compress"
 )
@@ -44,7 +45,9 @@ type TrainOptions struct {
 
 	InnerLR, MinLR, Clip, WeightDecay float64
 	Warmup                            int
-	OuterLR, Momentum                 float64
+	// TotalSteps is the length of the inner schedule's cosine; 0 means Rounds·H.
+	TotalSteps        int
+	OuterLR, Momentum float64
 	// CompressOuterLR and CompressMomentum are the outer settings of the two compressed
 	// modes. Low-rank updates with error feedback, and even more so with the one-step delay,
 	// are unstable under the dense defaults (0.7, 0.9).
@@ -63,6 +66,11 @@ type TrainOptions struct {
 
 	EvalSamples int // validation and test samples to evaluate on (each)
 	Modes       []string
+
+	// Spec, when not nil, is the network these options were derived from (FromSpec): the
+	// model comes from it, and the compressed modes check shards and bound contributions
+	// as its nodes do.
+	Spec *node.Params
 }
 
 // DefaultFMNISTDir is where Debian's dataset-fashion-mnist package installs the data.

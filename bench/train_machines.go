@@ -36,7 +36,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if opt.TargetRatio > 0 {
 			cc.ByteBudget = byteBudget(theta0, opt.TargetRatio)
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err
@@ -47,7 +47,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		}
 		ms[w], starts[w] = m, s.Params
 	}
-	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true}
+	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true, check: opt.shardCheck()}
 	for r := 0; r < opt.Rounds; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -117,6 +117,7 @@ type simNet struct {
 	agree  bool
 	codec  []CodecRound
 	spent  phaseTimes
+	check  func([]byte) (*compress.Message, error) // checks and decodes a shard
 }
 
 func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
@@ -165,7 +166,7 @@ func (s *simNet) deliver(r uint64, w int, shards [][]compress.Shard) error {
 		err := s.meters[w].time(round.PhaseDecode, func() error {
 			parts := make([]*compress.Message, len(shards[v]))
 			for i, sh := range shards[v] {
-				p, err := compress.DecodeShard(sh.Data, compress.DefaultLimits)
+				p, err := s.check(sh.Data)
 				if err != nil {
 					return fmt.Errorf("worker %d decoding a shard of %d: %w", w, v, err)
 				}
