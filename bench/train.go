@@ -52,6 +52,9 @@ type TrainOptions struct {
 	// modes. Low-rank updates with error feedback, and even more so with the one-step delay,
 	// are unstable under the dense defaults (0.7, 0.9).
 	CompressOuterLR, CompressMomentum float64
+	// DelayOuterLR and DelayMomentum, when DelayOuterLR is above 0, are the outer step of
+	// the delayed mode alone; DelayOuterLR 0 gives it CompressOuterLR and CompressMomentum.
+	DelayOuterLR, DelayMomentum float64
 	// DelayStart is the start point of the delayed mode's local work: round.StartGlobal
 	// (empty) or round.StartEager.
 	DelayStart string
@@ -114,6 +117,9 @@ func (o *TrainOptions) fill() {
 	for _, p := range []struct{ v, d *float64 }{{&o.InnerLR, &d.InnerLR}, {&o.MinLR, &d.MinLR}, {&o.Clip, &d.Clip}, {&o.WeightDecay, &d.WeightDecay}, {&o.OuterLR, &d.OuterLR}, {&o.CompressOuterLR, &d.CompressOuterLR}} {
 		setF(p.v, *p.d)
 	}
+	if o.DelayOuterLR == 0 {
+		o.DelayOuterLR, o.DelayMomentum = o.CompressOuterLR, o.CompressMomentum
+	}
 	if o.Seed == 0 {
 		o.Seed = d.Seed
 	}
@@ -142,7 +148,7 @@ func (o *TrainOptions) validate() error {
 	if o.TargetRatio < 0 {
 		return fmt.Errorf("bench train: target ratio %v is negative", o.TargetRatio)
 	}
-	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}} {
+	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}, {o.DelayOuterLR, o.DelayMomentum}} {
 		if !(p[0] > 0 && p[0] <= 10) || !(p[1] >= 0 && p[1] < 1) {
 			return fmt.Errorf("bench train: outer lr %v not in (0, 10] or outer momentum %v not in [0, 1)", p[0], p[1])
 		}

@@ -22,9 +22,12 @@ import (
 // time of the machines' phases (summed over workers).
 func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) (*simNet, error) {
 	W := opt.Workers
-	start := round.StartGlobal
-	if delay == 1 && opt.DelayStart != "" {
-		start = opt.DelayStart
+	start, lr, mom := round.StartGlobal, opt.CompressOuterLR, opt.CompressMomentum
+	if delay == 1 {
+		lr, mom = opt.DelayOuterLR, opt.DelayMomentum
+		if opt.DelayStart != "" {
+			start = opt.DelayStart
+		}
 	}
 	ms := make([]*round.Machine, W)
 	meters := make([]*phaseMeter, W)
@@ -36,7 +39,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if opt.TargetRatio > 0 {
 			cc.ByteBudget = byteBudget(theta0, opt.TargetRatio)
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err

@@ -44,6 +44,8 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum (0: plain SGD)"},
 			&cli.Float64Flag{Name: "compress-outer-lr", Value: d.CompressOuterLR, Usage: "outer learning rate of the compressed modes"},
 			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes (0: plain SGD)"},
+			&cli.Float64Flag{Name: "delay-outer-lr", Usage: "outer learning rate of the delayed mode alone (0: --compress-outer-lr and --compress-momentum)"},
+			&cli.Float64Flag{Name: "delay-momentum", Usage: "outer momentum of the delayed mode, with --delay-outer-lr (0: plain SGD)"},
 			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
@@ -103,6 +105,7 @@ func benchTrainOptions(c *cli.Context) (bench.TrainOptions, error) {
 	o.Corpus, o.FMNISTDir = c.String("corpus"), c.String("fmnist-dir")
 	o.OuterLR, o.Momentum = c.Float64("outer-lr"), c.Float64("momentum")
 	o.TargetRatio = c.Float64("target-ratio")
+	o.DelayOuterLR, o.DelayMomentum = c.Float64("delay-outer-lr"), c.Float64("delay-momentum")
 	o.Modes = strings.Split(c.String("modes"), ",")
 	return o, nil
 }
