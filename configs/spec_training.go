@@ -111,6 +111,9 @@ type CompressionSpec struct {
 	// MaxNorm bounds the L2 norm of what one shard reconstructs to; a shard over it fails
 	// the content check. 0 means DefaultMaxNorm.
 	MaxNorm float64 `toml:"max_norm" cbor:"10,keyasint,omitempty"`
+	// FactorBits is the code width of low-rank factors: 4 or 2 (twice the rank at equal
+	// bytes; block_size must then be a multiple of 4). 0 means 4.
+	FactorBits int `toml:"factor_bits" cbor:"11,keyasint,omitempty"`
 }
 
 // DefaultMaxNorm is the shard norm bound of a spec that sets none: a sanity bound, far above
@@ -139,7 +142,7 @@ func DefaultTrainingSpec() TrainingSpec {
 		BatchSize: 32, InnerSteps: 25,
 		Inner:         InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
 		Outer:         OuterOptSpec{LR: 0.35, Momentum: 0.5, Start: StartGlobal, Delay: ptr(DefaultDelay)},
-		Compression:   CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4, FeedbackDecay: 1, MaxNorm: DefaultMaxNorm},
+		Compression:   CompressionSpec{RankMin: 1, RankMax: 2, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 256 << 10, DenseBits: 4, FactorBits: 4, FeedbackDecay: 1, MaxNorm: DefaultMaxNorm},
 		Aggregation:   AggregationSpec{Method: "mean"},
 		SliceFraction: DefaultSliceFraction,
 	}
@@ -200,12 +203,18 @@ func (t *TrainingSpec) fill() {
 	if c := t.Compression; c.withoutBounds() == (CompressionSpec{}) {
 		t.Compression = d.Compression
 		t.Compression.FeedbackDecay, t.Compression.MaxNorm = c.FeedbackDecay, c.MaxNorm
+		if c.FactorBits != 0 {
+			t.Compression.FactorBits = c.FactorBits
+		}
 	}
 	if t.Compression.FeedbackDecay == 0 {
 		t.Compression.FeedbackDecay = 1
 	}
 	if t.Compression.MaxNorm == 0 {
 		t.Compression.MaxNorm = DefaultMaxNorm
+	}
+	if t.Compression.FactorBits == 0 {
+		t.Compression.FactorBits = 4
 	}
 	if t.Outer.Start == "" {
 		t.Outer.Start = StartGlobal
@@ -298,10 +307,10 @@ func (o *OuterOptSpec) validate() error {
 	return nil
 }
 
-// withoutBounds is c without the fields added after the first spec (feedback_decay and
-// max_norm), which fill on their own.
+// withoutBounds is c without the fields added after the first spec (feedback_decay,
+// max_norm, factor_bits), which fill on their own.
 func (c CompressionSpec) withoutBounds() CompressionSpec {
-	c.FeedbackDecay, c.MaxNorm = 0, 0
+	c.FeedbackDecay, c.MaxNorm, c.FactorBits = 0, 0, 0
 	return c
 }
 
@@ -321,6 +330,10 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("max_shard_bytes", "%d not in [4096, 524288]", c.MaxShardBytes)
 	case c.DenseBits != 4 && c.DenseBits != 8:
 		return keyErr("dense_bits", "%d: want 4 or 8", c.DenseBits)
+	case c.FactorBits != 4 && c.FactorBits != 2:
+		return keyErr("factor_bits", "%d: want 4 or 2", c.FactorBits)
+	case c.FactorBits == 2 && c.BlockSize%4 != 0:
+		return keyErr("factor_bits", "2 needs block_size a multiple of 4, have %d", c.BlockSize)
 	case !finite(c.FeedbackDecay) || c.FeedbackDecay <= 0 || c.FeedbackDecay > 1:
 		return keyErr("feedback_decay", "%v not in (0, 1]", c.FeedbackDecay)
 	case !finite(c.MaxNorm) || c.MaxNorm <= 0:

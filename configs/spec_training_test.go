@@ -30,6 +30,8 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.momentum", func(s *TrainingSpec) { s.Outer.Momentum = 1 }},
 		{"compression.rank_max", func(s *TrainingSpec) { s.Compression.RankMin = 3; s.Compression.RankMax = 2 }},
 		{"compression.dense_bits", func(s *TrainingSpec) { s.Compression.DenseBits = 5 }},
+		{"compression.factor_bits", func(s *TrainingSpec) { s.Compression.FactorBits = 3 }},
+		{"compression.factor_bits", func(s *TrainingSpec) { s.Compression.FactorBits, s.Compression.BlockSize = 2, 10 }},
 		{"aggregation.method", func(s *TrainingSpec) { s.Aggregation.Method = "max" }},
 		{"aggregation.trim", func(s *TrainingSpec) { s.Aggregation.Trim = 0.5 }},
 		{"compression.feedback_decay", func(s *TrainingSpec) { s.Compression.FeedbackDecay = 1.5 }},
@@ -52,15 +54,15 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// A spec written before feedback_decay and outer.start existed keeps its meaning: no decay,
-// local work from the global parameters.
+// A spec written before feedback_decay, factor_bits and outer.start existed keeps its
+// meaning: no decay, 4-bit factors, local work from the global parameters.
 func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	s := TrainingSpec{Task: TaskCharLM, Outer: OuterOptSpec{LR: 1}, Compression: CompressionSpec{RankMin: 1, RankMax: 4, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 1 << 16, DenseBits: 8}}
-	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 {
+	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Compression.FactorBits != 4 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 {
 		t.Fatalf("filled %+v, %+v: %v", s.Outer, s.Compression, err)
 	}
-	s.Outer.Start, s.Compression.FeedbackDecay = StartEager, 0.95
-	if err := s.validate(); err != nil {
+	s.Outer.Start, s.Compression.FeedbackDecay, s.Compression.FactorBits = StartEager, 0.95, 2
+	if err := s.validate(); err != nil || s.Compression.FactorBits != 2 {
 		t.Fatal(err)
 	}
 }

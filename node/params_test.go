@@ -263,3 +263,13 @@ func TestParamsDeadlineFromSpec(t *testing.T) {
 		t.Fatalf("unusable rule: got %v", err)
 	}
 }
+
+// The codec fields the spec may set reach the round configuration.
+func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
+	s := specFor(t, configs.TaskSynthetic)
+	s.Training.Compression.FactorBits, s.Training.Compression.FeedbackDecay = 2, 0.9
+	rc := mustParams(t, s).RoundConfig("p", 1)
+	if rc.Compress.FactorBits != 2 || rc.Compress.FeedbackDecay != 0.9 {
+		t.Fatalf("codec config %+v, want 2-bit factors and decay 0.9", rc.Compress)
+	}
+}

@@ -54,7 +54,8 @@ func benchSpec(c *cli.Context) (*configs.Spec, error) {
 // overrideRecipe writes the recipe flags set on the command line over t.
 func overrideRecipe(c *cli.Context, t *configs.TrainingSpec) {
 	ints := map[string]*int{"batch": &t.BatchSize, "inner-steps": &t.InnerSteps,
-		"rank-min": &t.Compression.RankMin, "rank-max": &t.Compression.RankMax, "min-low-rank": &t.Compression.MinLowRank}
+		"rank-min": &t.Compression.RankMin, "rank-max": &t.Compression.RankMax, "min-low-rank": &t.Compression.MinLowRank,
+		"factor-bits": &t.Compression.FactorBits}
 	floats := map[string]*float64{"inner-lr": &t.Inner.LR, "compress-outer-lr": &t.Outer.LR,
 		"compress-momentum": &t.Outer.Momentum, "feedback-decay": &t.Compression.FeedbackDecay}
 	for name, v := range ints {

@@ -50,6 +50,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
+			&cli.IntFlag{Name: "factor-bits", Value: compress.DefaultFactorBits, Usage: "code width of low-rank factors: 4 or 2 (twice the rank at equal bytes)"},
 			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
 			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
@@ -123,7 +124,7 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
-	o.Compress.MinLowRank = c.Int("min-low-rank")
+	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
 }
 
 // runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.

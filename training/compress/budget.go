@@ -103,7 +103,7 @@ func (e *Encoder) bits() (factor, dense int) {
 	if e.cfg.NoQuant {
 		return bitsRaw, bitsRaw
 	}
-	return bits4, e.cfg.DenseBits
+	return e.cfg.FactorBits, e.cfg.DenseBits
 }
 
 // denseBytes is the payload of a dense tensor of n values.
