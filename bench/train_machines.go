@@ -243,20 +243,14 @@ func tensorBytes(ts []training.Tensor) []byte {
 	return b.Bytes()
 }
 
-// framingBytes estimates what a one-shard message spends besides codes and scales: the CBOR
-// headers of the message and, per tensor, its name, shape, range, rank and byte strings.
-func framingBytes(ts []training.Tensor) int {
-	n := 16
-	for _, t := range ts {
-		n += 32 + len(t.Name)
-	}
-	return n
-}
-
 // byteBudget is the payload budget that makes one round's message about ratio times
 // smaller than the dense fp32 pseudo-gradient of ts.
 func byteBudget(ts []training.Tensor, ratio float64) int {
-	return max(1, int(float64(4*len(training.Flatten(ts)))/ratio)-framingBytes(ts))
+	shapes := make(map[string][]int, len(ts))
+	for _, t := range ts {
+		shapes[t.Name] = t.Shape
+	}
+	return compress.RatioBudget(shapes, ratio)
 }
 
 // CodecRound is worker 0's codec statistics after encoding one round.

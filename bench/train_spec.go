@@ -25,6 +25,7 @@ func FromSpec(p *node.Params) TrainOptions {
 	o.CompressOuterLR, o.CompressMomentum = rc.OuterLR, rc.Momentum
 	o.DelayStart = rc.StartPoint
 	o.Compress, o.Aggregate = rc.Compress, rc.Aggregate
+	o.TargetRatio = t.Compression.TargetRatio
 	o.Spec = p
 	return o
 }

@@ -114,6 +114,11 @@ type CompressionSpec struct {
 	// FactorBits is the code width of low-rank factors: 4 or 2 (twice the rank at equal
 	// bytes; block_size must then be a multiple of 4). 0 means 4.
 	FactorBits int `toml:"factor_bits" cbor:"11,keyasint,omitempty"`
+	// TargetRatio, when above 0, gives every message a byte budget about TargetRatio times
+	// under the model's dense fp32 size, the ranks allocated across the matrices by
+	// captured energy per byte within [rank_min, rank_max]; 0 keeps the adaptive rank of
+	// each matrix (energy_target).
+	TargetRatio float64 `toml:"target_ratio" cbor:"12,keyasint,omitempty"`
 }
 
 // DefaultMaxNorm is the shard norm bound of a spec that sets none: a sanity bound, far above
@@ -202,7 +207,7 @@ func (t *TrainingSpec) fill() {
 	}
 	if c := t.Compression; c.withoutBounds() == (CompressionSpec{}) {
 		t.Compression = d.Compression
-		t.Compression.FeedbackDecay, t.Compression.MaxNorm = c.FeedbackDecay, c.MaxNorm
+		t.Compression.FeedbackDecay, t.Compression.MaxNorm, t.Compression.TargetRatio = c.FeedbackDecay, c.MaxNorm, c.TargetRatio
 		if c.FactorBits != 0 {
 			t.Compression.FactorBits = c.FactorBits
 		}
@@ -308,9 +313,9 @@ func (o *OuterOptSpec) validate() error {
 }
 
 // withoutBounds is c without the fields added after the first spec (feedback_decay,
-// max_norm, factor_bits), which fill on their own.
+// max_norm, factor_bits, target_ratio), which fill on their own.
 func (c CompressionSpec) withoutBounds() CompressionSpec {
-	c.FeedbackDecay, c.MaxNorm, c.FactorBits = 0, 0, 0
+	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio = 0, 0, 0, 0
 	return c
 }
 
@@ -336,6 +341,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("factor_bits", "2 needs block_size a multiple of 4, have %d", c.BlockSize)
 	case !finite(c.FeedbackDecay) || c.FeedbackDecay <= 0 || c.FeedbackDecay > 1:
 		return keyErr("feedback_decay", "%v not in (0, 1]", c.FeedbackDecay)
+	case !finite(c.TargetRatio) || c.TargetRatio != 0 && (c.TargetRatio < 1 || c.TargetRatio > 1e6):
+		return keyErr("target_ratio", "%v: want 0 (none) or a ratio in [1, 1e6]", c.TargetRatio)
 	case !finite(c.MaxNorm) || c.MaxNorm <= 0:
 		return keyErr("max_norm", "%v: want a positive finite number", c.MaxNorm)
 	}

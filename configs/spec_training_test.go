@@ -31,6 +31,8 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"compression.rank_max", func(s *TrainingSpec) { s.Compression.RankMin = 3; s.Compression.RankMax = 2 }},
 		{"compression.dense_bits", func(s *TrainingSpec) { s.Compression.DenseBits = 5 }},
 		{"compression.factor_bits", func(s *TrainingSpec) { s.Compression.FactorBits = 3 }},
+		{"compression.target_ratio", func(s *TrainingSpec) { s.Compression.TargetRatio = 0.5 }},
+		{"compression.target_ratio", func(s *TrainingSpec) { s.Compression.TargetRatio = math.NaN() }},
 		{"compression.factor_bits", func(s *TrainingSpec) { s.Compression.FactorBits, s.Compression.BlockSize = 2, 10 }},
 		{"aggregation.method", func(s *TrainingSpec) { s.Aggregation.Method = "max" }},
 		{"aggregation.trim", func(s *TrainingSpec) { s.Aggregation.Trim = 0.5 }},

@@ -57,7 +57,8 @@ func overrideRecipe(c *cli.Context, t *configs.TrainingSpec) {
 		"rank-min": &t.Compression.RankMin, "rank-max": &t.Compression.RankMax, "min-low-rank": &t.Compression.MinLowRank,
 		"factor-bits": &t.Compression.FactorBits}
 	floats := map[string]*float64{"inner-lr": &t.Inner.LR, "compress-outer-lr": &t.Outer.LR,
-		"compress-momentum": &t.Outer.Momentum, "feedback-decay": &t.Compression.FeedbackDecay}
+		"compress-momentum": &t.Outer.Momentum, "feedback-decay": &t.Compression.FeedbackDecay,
+		"target-ratio": &t.Compression.TargetRatio}
 	for name, v := range ints {
 		if c.IsSet(name) {
 			*v = c.Int(name)

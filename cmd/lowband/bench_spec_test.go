@@ -44,6 +44,10 @@ func TestBenchTrainSpecFlagsOverrideTheSpec(t *testing.T) {
 	if o.Compress.RankMax != 9 || o.Spec.Limits.MaxRank != 9 || o.CompressMomentum != 0 || o.H != 7 {
 		t.Fatalf("flags did not override the spec: rank max %d (limit %d), momentum %v, H %d", o.Compress.RankMax, o.Spec.Limits.MaxRank, o.CompressMomentum, o.H)
 	}
+	o, err = trainOptionsOf(t, "--spec", "default", "--task", "fmnist", "--min-low-rank", "1024", "--target-ratio", "300")
+	if err != nil || o.TargetRatio != 300 || o.Compress.ByteBudget == 0 {
+		t.Fatalf("--target-ratio over the spec: ratio %v, budget %d, %v", o.TargetRatio, o.Compress.ByteBudget, err)
+	}
 	if _, err := trainOptionsOf(t, "--spec", "default", "--feedback-decay", "2"); err == nil {
 		t.Fatal("a flag that makes the spec invalid was accepted")
 	}

@@ -105,7 +105,6 @@ func benchTrainOptions(c *cli.Context) (bench.TrainOptions, error) {
 	}
 	o.Corpus, o.FMNISTDir = c.String("corpus"), c.String("fmnist-dir")
 	o.OuterLR, o.Momentum = c.Float64("outer-lr"), c.Float64("momentum")
-	o.TargetRatio = c.Float64("target-ratio")
 	o.DelayOuterLR, o.DelayMomentum = c.Float64("delay-outer-lr"), c.Float64("delay-momentum")
 	o.Modes = strings.Split(c.String("modes"), ",")
 	return o, nil
@@ -125,6 +124,7 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
 	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
+	o.TargetRatio = c.Float64("target-ratio")
 }
 
 // runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.
