@@ -20,7 +20,7 @@ func tinySpec(t *testing.T, edit func(*configs.TrainingSpec)) *node.Params {
 	}
 	tr := configs.DefaultTrainingSpecFor(configs.TaskCharLM)
 	tr.Context, tr.Embed, tr.Hidden, tr.BatchSize, tr.InnerSteps = 4, 4, []int{16, 16}, 4, 2
-	tr.Compression.MinLowRank = 64
+	tr.Compression.MinLowRank, tr.Compression.TargetRatio = 64, 0
 	if edit != nil {
 		edit(&tr)
 	}

@@ -15,9 +15,19 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		}
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
-	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0.5 ||
-		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction {
+	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
+		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction ||
+		empty.Compression != DefaultTrainingSpec().Compression {
 		t.Fatalf("filled %+v, %v", empty, err)
+	}
+	// A compression section that sets only the fields added later keeps them and takes
+	// every other field, feedback decay, factor bits and target ratio included, from the
+	// defaults.
+	some := TrainingSpec{Task: TaskCharLM, Compression: CompressionSpec{MaxNorm: 7}}
+	want := DefaultTrainingSpec().Compression
+	want.MaxNorm = 7
+	if err := some.validate(); err != nil || some.Compression != want {
+		t.Fatalf("filled %+v, want %+v: %v", some.Compression, want, err)
 	}
 	cases := []struct {
 		key string
@@ -69,11 +79,12 @@ func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	}
 }
 
-// An outer section that sets only the delay keeps it and takes the rest from the defaults;
-// delay 0 is a setting, not a missing value.
+// An outer section that sets only the delay keeps it and takes the rest from the defaults
+// (with delay 0, the start from the global parameters); delay 0 is a setting, not a
+// missing value.
 func TestTrainingSpecDelayZeroKept(t *testing.T) {
 	s := TrainingSpec{Task: TaskSynthetic, Outer: OuterOptSpec{Delay: ptr(0)}}
-	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.35 || s.Outer.Momentum != 0.5 {
+	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.35 || s.Outer.Momentum != 0 || s.Outer.Start != StartGlobal {
 		t.Fatalf("filled %+v: %v", s.Outer, err)
 	}
 }
