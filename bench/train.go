@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node"
 	"github.com/lowband/lowband/training/aggregate"
 	"github.com/lowband/lowband/training/compress"
 )
@@ -45,11 +46,16 @@ type TrainOptions struct {
 
 	InnerLR, MinLR, Clip, WeightDecay float64
 	Warmup                            int
-	OuterLR, Momentum                 float64
+	// TotalSteps is the length of the inner schedule's cosine; 0 means Rounds·H.
+	TotalSteps        int
+	OuterLR, Momentum float64
 	// CompressOuterLR and CompressMomentum are the outer settings of the two compressed
 	// modes. Low-rank updates with error feedback, and even more so with the one-step delay,
 	// are unstable under the dense defaults (0.7, 0.9).
 	CompressOuterLR, CompressMomentum float64
+	// DelayOuterLR and DelayMomentum, when DelayOuterLR is above 0, are the outer step of
+	// the delayed mode alone; DelayOuterLR 0 gives it CompressOuterLR and CompressMomentum.
+	DelayOuterLR, DelayMomentum float64
 	// DelayStart is the start point of the delayed mode's local work: round.StartGlobal
 	// (empty) or round.StartEager.
 	DelayStart string
@@ -64,6 +70,11 @@ type TrainOptions struct {
 
 	EvalSamples int // validation and test samples to evaluate on (each)
 	Modes       []string
+
+	// Spec, when not nil, is the network these options were derived from (FromSpec): the
+	// model comes from it, and the compressed modes check shards and bound contributions
+	// as its nodes do.
+	Spec *node.Params
 }
 
 // DefaultFMNISTDir is where Debian's dataset-fashion-mnist package installs the data.
@@ -107,6 +118,9 @@ func (o *TrainOptions) fill() {
 	for _, p := range []struct{ v, d *float64 }{{&o.InnerLR, &d.InnerLR}, {&o.MinLR, &d.MinLR}, {&o.Clip, &d.Clip}, {&o.WeightDecay, &d.WeightDecay}, {&o.OuterLR, &d.OuterLR}, {&o.CompressOuterLR, &d.CompressOuterLR}} {
 		setF(p.v, *p.d)
 	}
+	if o.DelayOuterLR == 0 {
+		o.DelayOuterLR, o.DelayMomentum = o.CompressOuterLR, o.CompressMomentum
+	}
 	if o.Seed == 0 {
 		o.Seed = d.Seed
 	}
@@ -135,7 +149,7 @@ func (o *TrainOptions) validate() error {
 	if o.TargetRatio < 0 {
 		return fmt.Errorf("bench train: target ratio %v is negative", o.TargetRatio)
 	}
-	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}} {
+	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}, {o.DelayOuterLR, o.DelayMomentum}} {
 		if !(p[0] > 0 && p[0] <= 10) || !(p[1] >= 0 && p[1] < 1) {
 			return fmt.Errorf("bench train: outer lr %v not in (0, 10] or outer momentum %v not in [0, 1)", p[0], p[1])
 		}

@@ -45,6 +45,9 @@ func loadTask(opt TrainOptions) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.Spec != nil {
+		tk.newModel = specModel(opt.Spec)
+	}
 	pool, val, err := validationSplit(tk.train.Len(), opt.Seed)
 	if err != nil {
 		return nil, err

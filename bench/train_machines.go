@@ -22,9 +22,12 @@ import (
 // time of the machines' phases (summed over workers).
 func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) (*simNet, error) {
 	W := opt.Workers
-	start := round.StartGlobal
-	if delay == 1 && opt.DelayStart != "" {
-		start = opt.DelayStart
+	start, lr, mom := round.StartGlobal, opt.CompressOuterLR, opt.CompressMomentum
+	if delay == 1 {
+		lr, mom = opt.DelayOuterLR, opt.DelayMomentum
+		if opt.DelayStart != "" {
+			start = opt.DelayStart
+		}
 	}
 	ms := make([]*round.Machine, W)
 	meters := make([]*phaseMeter, W)
@@ -36,7 +39,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if opt.TargetRatio > 0 {
 			cc.ByteBudget = byteBudget(theta0, opt.TargetRatio)
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: opt.CompressOuterLR, Momentum: opt.CompressMomentum, StartPoint: start, Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err
@@ -47,7 +50,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		}
 		ms[w], starts[w] = m, s.Params
 	}
-	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true}
+	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true, check: opt.shardCheck()}
 	for r := 0; r < opt.Rounds; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -117,6 +120,7 @@ type simNet struct {
 	agree  bool
 	codec  []CodecRound
 	spent  phaseTimes
+	check  func([]byte) (*compress.Message, error) // checks and decodes a shard
 }
 
 func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
@@ -165,7 +169,7 @@ func (s *simNet) deliver(r uint64, w int, shards [][]compress.Shard) error {
 		err := s.meters[w].time(round.PhaseDecode, func() error {
 			parts := make([]*compress.Message, len(shards[v]))
 			for i, sh := range shards[v] {
-				p, err := compress.DecodeShard(sh.Data, compress.DefaultLimits)
+				p, err := s.check(sh.Data)
 				if err != nil {
 					return fmt.Errorf("worker %d decoding a shard of %d: %w", w, v, err)
 				}
@@ -239,20 +243,14 @@ func tensorBytes(ts []training.Tensor) []byte {
 	return b.Bytes()
 }
 
-// framingBytes estimates what a one-shard message spends besides codes and scales: the CBOR
-// headers of the message and, per tensor, its name, shape, range, rank and byte strings.
-func framingBytes(ts []training.Tensor) int {
-	n := 16
-	for _, t := range ts {
-		n += 32 + len(t.Name)
-	}
-	return n
-}
-
 // byteBudget is the payload budget that makes one round's message about ratio times
 // smaller than the dense fp32 pseudo-gradient of ts.
 func byteBudget(ts []training.Tensor, ratio float64) int {
-	return max(1, int(float64(4*len(training.Flatten(ts)))/ratio)-framingBytes(ts))
+	shapes := make(map[string][]int, len(ts))
+	for _, t := range ts {
+		shapes[t.Name] = t.Shape
+	}
+	return compress.RatioBudget(shapes, ratio)
 }
 
 // CodecRound is worker 0's codec statistics after encoding one round.

@@ -25,6 +25,9 @@ func newWorkers(opt TrainOptions, tk *task) (*workers, error) {
 		return nil, err
 	}
 	sched := training.Schedule{Peak: opt.InnerLR, Min: opt.MinLR, Warmup: opt.Warmup, Total: opt.Rounds * opt.H}
+	if opt.TotalSteps > 0 {
+		sched.Total = opt.TotalSteps
+	}
 	for w := 0; w < opt.Workers; w++ {
 		m, err := tk.newModel(opt.Seed)
 		if err != nil {

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,36 @@ func TestTrainOptionsRefuseBadOuter(t *testing.T) {
 		if err := o.validate(); err == nil || !strings.Contains(err.Error(), "outer") {
 			t.Errorf("%+v: got %v", o, err)
 		}
+	}
+}
+
+// The delayed mode's own outer step changes the delayed mode only; unset, it is the
+// compressed modes' step.
+func TestDelayOuterStepAppliesToTheDelayedModeOnly(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 2, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank = 64
+	o.Modes = []string{ModeCompress, ModeCompressDelay}
+	same, err := RunTrain(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Modes[1].TestLoss == same.Modes[0].TestLoss {
+		t.Fatal("the two modes gave the same loss")
+	}
+	o.DelayOuterLR, o.DelayMomentum = 0.9, 0
+	own, err := RunTrain(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Modes[0].TestLoss != same.Modes[0].TestLoss {
+		t.Errorf("the undelayed mode changed: %v, was %v", own.Modes[0].TestLoss, same.Modes[0].TestLoss)
+	}
+	if own.Modes[1].TestLoss == same.Modes[1].TestLoss {
+		t.Errorf("the delayed mode did not change with its own outer step: %v", own.Modes[1].TestLoss)
 	}
 }

@@ -15,9 +15,19 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		}
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
-	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0.5 ||
-		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction {
+	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
+		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction ||
+		empty.Compression != DefaultTrainingSpec().Compression {
 		t.Fatalf("filled %+v, %v", empty, err)
+	}
+	// A compression section that sets only the fields added later keeps them and takes
+	// every other field, feedback decay, factor bits and target ratio included, from the
+	// defaults.
+	some := TrainingSpec{Task: TaskCharLM, Compression: CompressionSpec{MaxNorm: 7}}
+	want := DefaultTrainingSpec().Compression
+	want.MaxNorm = 7
+	if err := some.validate(); err != nil || some.Compression != want {
+		t.Fatalf("filled %+v, want %+v: %v", some.Compression, want, err)
 	}
 	cases := []struct {
 		key string
@@ -30,6 +40,10 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.momentum", func(s *TrainingSpec) { s.Outer.Momentum = 1 }},
 		{"compression.rank_max", func(s *TrainingSpec) { s.Compression.RankMin = 3; s.Compression.RankMax = 2 }},
 		{"compression.dense_bits", func(s *TrainingSpec) { s.Compression.DenseBits = 5 }},
+		{"compression.factor_bits", func(s *TrainingSpec) { s.Compression.FactorBits = 3 }},
+		{"compression.target_ratio", func(s *TrainingSpec) { s.Compression.TargetRatio = 0.5 }},
+		{"compression.target_ratio", func(s *TrainingSpec) { s.Compression.TargetRatio = math.NaN() }},
+		{"compression.factor_bits", func(s *TrainingSpec) { s.Compression.FactorBits, s.Compression.BlockSize = 2, 10 }},
 		{"aggregation.method", func(s *TrainingSpec) { s.Aggregation.Method = "max" }},
 		{"aggregation.trim", func(s *TrainingSpec) { s.Aggregation.Trim = 0.5 }},
 		{"compression.feedback_decay", func(s *TrainingSpec) { s.Compression.FeedbackDecay = 1.5 }},
@@ -52,24 +66,25 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// A spec written before feedback_decay and outer.start existed keeps its meaning: no decay,
-// local work from the global parameters.
+// A spec written before feedback_decay, factor_bits and outer.start existed keeps its
+// meaning: no decay, 4-bit factors, local work from the global parameters.
 func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	s := TrainingSpec{Task: TaskCharLM, Outer: OuterOptSpec{LR: 1}, Compression: CompressionSpec{RankMin: 1, RankMax: 4, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 1 << 16, DenseBits: 8}}
-	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 {
+	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Compression.FactorBits != 4 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 {
 		t.Fatalf("filled %+v, %+v: %v", s.Outer, s.Compression, err)
 	}
-	s.Outer.Start, s.Compression.FeedbackDecay = StartEager, 0.95
-	if err := s.validate(); err != nil {
+	s.Outer.Start, s.Compression.FeedbackDecay, s.Compression.FactorBits = StartEager, 0.95, 2
+	if err := s.validate(); err != nil || s.Compression.FactorBits != 2 {
 		t.Fatal(err)
 	}
 }
 
-// An outer section that sets only the delay keeps it and takes the rest from the defaults;
-// delay 0 is a setting, not a missing value.
+// An outer section that sets only the delay keeps it and takes the rest from the defaults
+// (with delay 0, the start from the global parameters); delay 0 is a setting, not a
+// missing value.
 func TestTrainingSpecDelayZeroKept(t *testing.T) {
 	s := TrainingSpec{Task: TaskSynthetic, Outer: OuterOptSpec{Delay: ptr(0)}}
-	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.35 || s.Outer.Momentum != 0.5 {
+	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.35 || s.Outer.Momentum != 0 || s.Outer.Start != StartGlobal {
 		t.Fatalf("filled %+v: %v", s.Outer, err)
 	}
 }

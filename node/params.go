@@ -75,6 +75,9 @@ func NewParams(s *configs.Spec) (*Params, error) {
 	if p.round, err = roundTemplate(s.Training); err != nil {
 		return nil, err
 	}
+	if err := p.byteBudget(); err != nil {
+		return nil, err
+	}
 	if p.Ledger, p.Genesis, err = store.ParamsFromSpec(s.Incentives); err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func roundTemplate(t configs.TrainingSpec) (round.Config, error) {
 		StartPoint: t.Outer.Start, MaxNorm: c.MaxNorm,
 		Compress: compress.Config{RankMin: c.RankMin, RankMax: c.RankMax, EnergyTarget: c.EnergyTarget,
 			PowerIters: c.PowerIters, BlockSize: c.BlockSize, MinLowRank: c.MinLowRank,
-			MaxShardBytes: c.MaxShardBytes, DenseBits: c.DenseBits, FeedbackDecay: c.FeedbackDecay, Seed: t.Seed},
+			MaxShardBytes: c.MaxShardBytes, DenseBits: c.DenseBits, FactorBits: c.FactorBits, FeedbackDecay: c.FeedbackDecay, Seed: t.Seed},
 		Aggregate: aggregate.Config{Method: aggregate.Method(a.Method), Trim: a.Trim, Tau: a.Tau, Iters: a.Iters},
 	}
 	if err := rc.Compress.Validate(); err != nil {
@@ -115,6 +118,25 @@ func roundTemplate(t configs.TrainingSpec) (round.Config, error) {
 		return rc, &configs.KeyError{Key: "training.aggregation", Err: err}
 	}
 	return rc, nil
+}
+
+// byteBudget sets the codec's byte budget from the spec's target ratio, if any, and refuses
+// a ratio whose budget cannot hold the dense tensors and the lowest ranks.
+func (p *Params) byteBudget() error {
+	r := p.Training.Compression.TargetRatio
+	if r == 0 {
+		return nil
+	}
+	b := compress.RatioBudget(p.Shapes, r)
+	least, err := compress.MinBudget(p.round.Compress, p.Shapes)
+	if err == nil && b < least {
+		err = fmt.Errorf("%v gives %d bytes a round; the dense tensors and the lowest ranks need %d", r, b, least)
+	}
+	if err != nil {
+		return &configs.KeyError{Key: "training.compression.target_ratio", Err: err}
+	}
+	p.round.Compress.ByteBudget = b
+	return nil
 }
 
 // NewModel builds the network's initial model θ_0: the task's model with the spec's sizes,

@@ -263,3 +263,30 @@ func TestParamsDeadlineFromSpec(t *testing.T) {
 		t.Fatalf("unusable rule: got %v", err)
 	}
 }
+
+// The codec fields the spec may set reach the round configuration.
+func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
+	s := specFor(t, configs.TaskSynthetic)
+	s.Training.Compression.FactorBits, s.Training.Compression.FeedbackDecay = 2, 0.9
+	rc := mustParams(t, s).RoundConfig("p", 1)
+	if rc.Compress.FactorBits != 2 || rc.Compress.FeedbackDecay != 0.9 {
+		t.Fatalf("codec config %+v, want 2-bit factors and decay 0.9", rc.Compress)
+	}
+}
+
+// A target ratio gives the codec the byte budget compress.RatioBudget computes from the
+// model's shapes; a ratio whose budget cannot hold the dense tensors and the lowest ranks
+// is refused, naming the key.
+func TestParamsTargetRatio(t *testing.T) {
+	s := specFor(t, configs.TaskFMNIST)
+	s.Training.Compression.TargetRatio, s.Training.Compression.MinLowRank = 1000, 1024
+	p := mustParams(t, s)
+	if got, want := p.RoundConfig("p", 1).Compress.ByteBudget, compress.RatioBudget(p.Shapes, 1000); got != want || want < 1000 {
+		t.Fatalf("byte budget %d, want %d", got, want)
+	}
+	s.Training.Compression.MinLowRank = 4096 // the 256x10 output layer goes dense and overflows it
+	var ke *configs.KeyError
+	if _, err := NewParams(s); !errors.As(err, &ke) || ke.Key != "training.compression.target_ratio" {
+		t.Fatalf("got %v", err)
+	}
+}

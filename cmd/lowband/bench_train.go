@@ -22,9 +22,13 @@ func benchTrainCommand() *cli.Command {
 			"it), bytes sent and speed.\n" +
 			"Zero-valued flags take the task's defaults (charlm: 2x768 hidden MLP LM on Go's\n" +
 			"Opticks text; fmnist: 512-256 MLP on /usr/share/datasets/fashion-mnist), except\n" +
-			"the momenta: --momentum 0 and --compress-momentum 0 are plain outer SGD.",
+			"the momenta: --momentum 0 and --compress-momentum 0 are plain outer SGD.\n" +
+			"--spec runs a network's recipe instead, derived as a node derives it: its model,\n" +
+			"batch, H, inner schedule, and for the compressed modes its outer step, start point,\n" +
+			"codec, aggregation and shard checks; recipe flags given on the command line override it.",
 		Flags: []cli.Flag{
 			jsonFlag,
+			specFlag,
 			&cli.StringFlag{Name: "task", Value: "charlm", Usage: "charlm or fmnist"},
 			&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "simulated nodes"},
 			&cli.IntFlag{Name: "rounds", Value: d.Rounds, Usage: "outer rounds"},
@@ -40,10 +44,13 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "momentum", Value: d.Momentum, Usage: "Nesterov outer momentum (0: plain SGD)"},
 			&cli.Float64Flag{Name: "compress-outer-lr", Value: d.CompressOuterLR, Usage: "outer learning rate of the compressed modes"},
 			&cli.Float64Flag{Name: "compress-momentum", Value: d.CompressMomentum, Usage: "outer momentum of the compressed modes (0: plain SGD)"},
+			&cli.Float64Flag{Name: "delay-outer-lr", Usage: "outer learning rate of the delayed mode alone (0: --compress-outer-lr and --compress-momentum)"},
+			&cli.Float64Flag{Name: "delay-momentum", Usage: "outer momentum of the delayed mode, with --delay-outer-lr (0: plain SGD)"},
 			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
+			&cli.IntFlag{Name: "factor-bits", Value: compress.DefaultFactorBits, Usage: "code width of low-rank factors: 4 or 2 (twice the rank at equal bytes)"},
 			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
 			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
@@ -55,24 +62,10 @@ func benchTrainCommand() *cli.Command {
 }
 
 func runBenchTrain(c *cli.Context) error {
-	o := bench.DefaultTrainOptions(c.String("task"))
-	o.Workers, o.Rounds, o.H, o.Seed, o.Seeds = c.Int("workers"), c.Int("rounds"), c.Int("inner-steps"), c.Uint64("seed"), c.Int("seeds")
-	if c.Int("batch") > 0 {
-		o.Batch = c.Int("batch")
+	o, err := benchTrainOptions(c)
+	if err != nil {
+		return err
 	}
-	if c.Int("eval") > 0 {
-		o.EvalSamples = c.Int("eval")
-	}
-	if h := c.IntSlice("hidden"); len(h) > 0 {
-		o.Hidden = h
-	}
-	o.Corpus, o.FMNISTDir = c.String("corpus"), c.String("fmnist-dir")
-	o.InnerLR, o.OuterLR, o.Momentum = c.Float64("inner-lr"), c.Float64("outer-lr"), c.Float64("momentum")
-	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
-	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
-	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
-	o.TargetRatio, o.Compress.MinLowRank = c.Float64("target-ratio"), c.Int("min-low-rank")
-	o.Modes = strings.Split(c.String("modes"), ",")
 	if c.String("pareto") != "" {
 		return runBenchPareto(c, o)
 	}
@@ -88,6 +81,50 @@ func runBenchTrain(c *cli.Context) error {
 		return writeJSON(c.App.Writer, res)
 	}
 	return res.WriteTable(c.App.Writer)
+}
+
+// benchTrainOptions turns the flags into options: the recipe from --spec (with the recipe
+// flags set on the command line over it) or from the recipe flags alone, then the bench's
+// own flags.
+func benchTrainOptions(c *cli.Context) (bench.TrainOptions, error) {
+	o := bench.DefaultTrainOptions(c.String("task"))
+	if c.String("spec") != "" {
+		var err error
+		if o, err = benchSpecOptions(c); err != nil {
+			return o, err
+		}
+	} else {
+		recipeFlags(c, &o)
+	}
+	o.Workers, o.Rounds, o.Seeds = c.Int("workers"), c.Int("rounds"), c.Int("seeds")
+	if c.String("spec") == "" || c.IsSet("seed") {
+		o.Seed = c.Uint64("seed")
+	}
+	if c.Int("eval") > 0 {
+		o.EvalSamples = c.Int("eval")
+	}
+	o.Corpus, o.FMNISTDir = c.String("corpus"), c.String("fmnist-dir")
+	o.OuterLR, o.Momentum = c.Float64("outer-lr"), c.Float64("momentum")
+	o.DelayOuterLR, o.DelayMomentum = c.Float64("delay-outer-lr"), c.Float64("delay-momentum")
+	o.Modes = strings.Split(c.String("modes"), ",")
+	return o, nil
+}
+
+// recipeFlags sets the recipe of a run without --spec from the flags.
+func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
+	o.H = c.Int("inner-steps")
+	if c.Int("batch") > 0 {
+		o.Batch = c.Int("batch")
+	}
+	if h := c.IntSlice("hidden"); len(h) > 0 {
+		o.Hidden = h
+	}
+	o.InnerLR = c.Float64("inner-lr")
+	o.CompressOuterLR, o.CompressMomentum = c.Float64("compress-outer-lr"), c.Float64("compress-momentum")
+	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
+	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
+	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
+	o.TargetRatio = c.Float64("target-ratio")
 }
 
 // runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.

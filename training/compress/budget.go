@@ -103,7 +103,7 @@ func (e *Encoder) bits() (factor, dense int) {
 	if e.cfg.NoQuant {
 		return bitsRaw, bitsRaw
 	}
-	return bits4, e.cfg.DenseBits
+	return e.cfg.FactorBits, e.cfg.DenseBits
 }
 
 // denseBytes is the payload of a dense tensor of n values.
@@ -163,4 +163,39 @@ func compareDesc(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// RatioBudget is the payload budget (Config.ByteBudget) that makes one round's message
+// about ratio times smaller than the dense fp32 values of a model with these tensor shapes:
+// the fp32 bytes over ratio, less an estimate of the message's framing (the CBOR headers
+// and, per tensor, its name, shape, range and rank). It is at least 1.
+func RatioBudget(shapes map[string][]int, ratio float64) int {
+	values, framing := 0, 16
+	for name, shape := range shapes {
+		values += numel(shape)
+		framing += 32 + len(name)
+	}
+	return max(1, int(float64(4*values)/ratio)-framing)
+}
+
+// MinBudget is the smallest ByteBudget under which cfg (validated) can encode a model with
+// these tensor shapes: its dense tensors, and its low-rank ones at their lowest ranks.
+func MinBudget(cfg Config, shapes map[string][]int) (int, error) {
+	e, err := NewEncoder(cfg)
+	if err != nil {
+		return 0, err
+	}
+	fb, _ := e.bits()
+	n := 0
+	for _, shape := range shapes {
+		if !e.isLowRank(shape) {
+			n += e.denseBytes(numel(shape))
+			continue
+		}
+		lo, _ := e.rankBounds(shape[0], shape[1])
+		pc, ps := colsBytes(shape[0], lo, fb, e.cfg.BlockSize)
+		qc, qs := colsBytes(shape[1], lo, fb, e.cfg.BlockSize)
+		n += pc + ps + qc + qs
+	}
+	return n, nil
 }

@@ -136,3 +136,36 @@ func TestByteBudgetNeverExceeded(t *testing.T) {
 		t.Fatal("a refused Encode changed the encoder")
 	}
 }
+
+// MinBudget is the least budget that encodes: at it every shape set encodes, one byte
+// under it none does.
+func TestMinBudgetIsTheLeastThatEncodes(t *testing.T) {
+	rng := newRand(22)
+	for trial := 0; trial < 20; trial++ {
+		cfg := Config{RankMin: 1 + rng.IntN(3), RankMax: 4, MinLowRank: 64, FactorBits: []int{2, 4}[trial%2], DenseBits: []int{4, 8}[trial/2%2], BlockSize: 8 * (1 + rng.IntN(4))}
+		var ts []Tensor
+		shapes := map[string][]int{}
+		for i := 0; i < 1+rng.IntN(4); i++ {
+			sh := []int{1 + rng.IntN(40), 1 + rng.IntN(40)}
+			if i%3 == 2 {
+				sh = sh[:1]
+			}
+			name := string(rune('a' + i))
+			ts, shapes[name] = append(ts, randTensor(rng, name, 1, sh...)), sh
+		}
+		least, err := MinBudget(cfg, shapes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ByteBudget = least
+		if m, err := mustEncoder(t, cfg).Encode(ts); err != nil || m.PayloadBytes() > least {
+			t.Fatalf("trial %d: budget %d: %v", trial, least, err)
+		}
+		if least > 1 {
+			cfg.ByteBudget = least - 1
+			if _, err := mustEncoder(t, cfg).Encode(ts); !errors.Is(err, ErrBudget) {
+				t.Fatalf("trial %d: budget %d, one under the least: %v", trial, least-1, err)
+			}
+		}
+	}
+}

@@ -16,6 +16,7 @@ const (
 	DefaultMaxShardBytes = 256 << 10
 	DefaultDenseBits     = 8
 	DefaultFeedbackDecay = 1
+	DefaultFactorBits    = 4
 
 	// HardMaxShardBytes is the largest shard the codec ever produces or accepts.
 	HardMaxShardBytes = 512 << 10
@@ -45,6 +46,9 @@ type Config struct {
 	MaxShardBytes int
 	// DenseBits is the code width for dense tensors: 8 (default) or 4.
 	DenseBits int
+	// FactorBits is the code width of low-rank factors: 4 (default) or 2, which doubles the
+	// rank a byte budget buys (BlockSize must then be a multiple of 4).
+	FactorBits int
 	// FeedbackDecay scales the error-feedback residual before the next round's
 	// pseudo-gradient is added to it: x = FeedbackDecay·residual + delta. In (0, 1]; 1 keeps
 	// the whole residual (the default), lower values forget old, unsent parts geometrically.
@@ -72,6 +76,7 @@ func (c *Config) Validate() error {
 	fill(&c.MinLowRank, DefaultMinLowRank)
 	fill(&c.MaxShardBytes, DefaultMaxShardBytes)
 	fill(&c.DenseBits, DefaultDenseBits)
+	fill(&c.FactorBits, DefaultFactorBits)
 	if c.EnergyTarget == 0 {
 		c.EnergyTarget = DefaultEnergyTarget
 	}
@@ -97,6 +102,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: byte budget %d is negative", ErrConfig, c.ByteBudget)
 	case c.DenseBits != 4 && c.DenseBits != 8:
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
+	case c.FactorBits != 4 && c.FactorBits != 2:
+		return fmt.Errorf("%w: factor bits %d (want 4 or 2)", ErrConfig, c.FactorBits)
+	case c.FactorBits == 2 && c.BlockSize%4 != 0:
+		return fmt.Errorf("%w: block size %d with 2-bit factors (want a multiple of 4)", ErrConfig, c.BlockSize)
 	}
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package compress is the codec for DiLoCo pseudo-gradients: low-rank factors by warm-started
-// power iteration, int4 block quantisation of the factors, int8 for vectors and small tensors,
+// power iteration, int4 (or 2-bit) block quantisation of the factors, int8 for vectors and small tensors,
 // error feedback, an adaptive rank, a canonical versioned wire encoding and bounded shards
 // addressed by CID.
 //
@@ -42,6 +42,14 @@
 // stored as 2 little-endian bytes). Rounding up guarantees |v/scale| ≤ qmax, so no value clips;
 // bfloat16 keeps float32's exponent range at half the size of a float32 scale. A code is
 // round-half-away-from-zero(v/scale) and dequantises to float64(code)·float64(scale).
+//
+// With Config.FactorBits 2, low-rank factors take 2-bit codes instead (four to a byte, the
+// block size a multiple of 4), which buys twice the rank for the same bytes: a code c in
+// [−2, 1] dequantises to float64(2c+1)·float64(scale), the levels ±1 and ±3 of a uniform
+// quantiser without a zero. The sender tries a few scales per block (max|v|/3 and fractions
+// of it, each rounded up to a bfloat16) and keeps the one with the least squared error, so
+// the largest values may clip; the receiver only reads codes and scales. Dense pieces with
+// 2-bit codes are refused.
 //
 // # Wire format
 //

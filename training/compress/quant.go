@@ -28,6 +28,8 @@ func qmax(bits int) float64 {
 // codeBytes is the byte length of n codes of the given width.
 func codeBytes(n, bits int) int {
 	switch bits {
+	case bits2:
+		return (n + 3) / 4
 	case bits4:
 		return (n + 1) / 2
 	case bits8:
@@ -68,7 +70,7 @@ func bf16(h uint16) float64 {
 	return float64(math.Float32frombits(uint32(h) << 16))
 }
 
-// quantise writes the codes and scales of vals (widths 4, 8 or raw) into codes and scales,
+// quantise writes the codes and scales of vals (widths 2, 4, 8 or raw) into codes and scales,
 // which must have codeBytes and scaleBytes lengths. codes must be zeroed for width 4.
 func quantise(codes, scales []byte, vals []float64, bits, block int) error {
 	if bits == bitsRaw {
@@ -76,6 +78,9 @@ func quantise(codes, scales []byte, vals []float64, bits, block int) error {
 			binary.LittleEndian.PutUint64(codes[8*i:], math.Float64bits(v))
 		}
 		return nil
+	}
+	if bits == bits2 {
+		return quantise2(codes, scales, vals, block)
 	}
 	qm := qmax(bits)
 	for b := 0; b*block < len(vals); b++ {
@@ -122,6 +127,10 @@ func dequantise(out []float64, codes, scales []byte, bits, block int) {
 		}
 		return
 	}
+	if bits == bits2 {
+		dequantise2(out, codes, scales, block)
+		return
+	}
 	for b := 0; b*block < len(out); b++ {
 		s := bf16(binary.LittleEndian.Uint16(scales[2*b:]))
 		hi := min((b+1)*block, len(out))
@@ -137,9 +146,15 @@ func dequantise(out []float64, codes, scales []byte, bits, block int) {
 	}
 }
 
-// codesCanonical reports whether an int4 code string has a zero padding nibble.
+// codesCanonical reports whether a code string's padding bits (int4, 2-bit) are zero.
 func codesCanonical(codes []byte, n, bits int) bool {
-	return bits != bits4 || n%2 == 0 || codes[len(codes)-1]>>4 == 0
+	switch {
+	case bits == bits4 && n%2 != 0:
+		return codes[len(codes)-1]>>4 == 0
+	case bits == bits2 && n%4 != 0:
+		return codes[len(codes)-1]>>(2*(n%4)) == 0
+	}
+	return true
 }
 
 // A factor (P or Qᵀ) is stored as ncol columns of n values each; every column is quantised on
@@ -170,7 +185,7 @@ func colsBytes(n, ncol, bits, block int) (codes, scales int) {
 	return ncol * codeBytes(n, bits), ncol * scaleBytes(n, bits, block)
 }
 
-// colsCanonical reports whether every column's int4 padding nibble is zero.
+// colsCanonical reports whether every column's padding bits are zero.
 func colsCanonical(codes []byte, n, ncol, bits int) bool {
 	cb := codeBytes(n, bits)
 	for k := 0; k < ncol; k++ {

@@ -59,13 +59,18 @@ func TestEagerStartAddsOwnPseudoGradient(t *testing.T) {
 // eagerSim runs nodes with the eager start for some rounds, delivering every node's
 // shards to every other node, senders in an order drawn from orderSeed. It returns, per
 // closed round, every node's θ bytes, and every node's start of the last started round.
-func eagerSim(t *testing.T, weights []float64, rounds int, orderSeed uint64) ([][][]byte, [][]byte) {
+// edit, if given, changes every node's configuration.
+func eagerSim(t *testing.T, weights []float64, rounds int, orderSeed uint64, edit ...func(*Config)) ([][][]byte, [][]byte) {
 	t.Helper()
 	theta0 := testTheta(8)
 	n := len(weights)
 	ms, starts := make([]*Machine, n), make([][]training.Tensor, n)
 	for i := range ms {
-		ms[i] = newMachine(t, eagerConfig(fmt.Sprint("peer-", i), weights[i]), theta0)
+		cfg := eagerConfig(fmt.Sprint("peer-", i), weights[i])
+		for _, e := range edit {
+			e(&cfg)
+		}
+		ms[i] = newMachine(t, cfg, theta0)
 		s, err := ms[i].Start()
 		if err != nil {
 			t.Fatal(err)
