@@ -75,7 +75,7 @@ func NewParams(s *configs.Spec) (*Params, error) {
 	if p.round, err = roundTemplate(s.Training); err != nil {
 		return nil, err
 	}
-	if err := p.byteBudget(); err != nil {
+	if err := p.byteBudget(s.NetworkID(), s.Run); err != nil {
 		return nil, err
 	}
 	if p.Ledger, p.Genesis, err = store.ParamsFromSpec(s.Incentives); err != nil {
@@ -121,13 +121,23 @@ func roundTemplate(t configs.TrainingSpec) (round.Config, error) {
 }
 
 // byteBudget sets the codec's byte budget from the spec's target ratio, if any, and refuses
-// a ratio whose budget cannot hold the dense tensors and the lowest ranks.
-func (p *Params) byteBudget() error {
+// a ratio whose budget cannot hold the dense tensors and the lowest ranks. The ratio is of
+// what the node sends, its signed shards, to one dense fp32 pseudo-gradient: the payload's
+// budget leaves room for each shard's signed envelope (one shard per MaxShardBytes of
+// payload; a message the codec cuts at piece boundaries into one more shard than that
+// overshoots by one envelope, a few hundred bytes against MaxShardBytes).
+func (p *Params) byteBudget(network, run string) error {
 	r := p.Training.Compression.TargetRatio
 	if r == 0 {
 		return nil
 	}
+	env, err := shardEnvelopeSize(network, run)
+	if err != nil {
+		return err
+	}
 	b := compress.RatioBudget(p.Shapes, r)
+	shards := (b + p.Limits.MaxBytes - 1) / p.Limits.MaxBytes
+	b -= shards * env
 	least, err := compress.MinBudget(p.round.Compress, p.Shapes)
 	if err == nil && b < least {
 		err = fmt.Errorf("%v gives %d bytes a round; the dense tensors and the lowest ranks need %d", r, b, least)
