@@ -251,6 +251,14 @@ func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) boo
 	return false
 }
 
+// wantShard fetches the shard of slot k from peers in turn (fetchWant) off the caller's
+// goroutine, and reports false, fetching nothing, when MaxAsync such fetches are in
+// flight. They have slots of their own: one peer that never answers holds each for the
+// fetch timeout, and must not hold up bundle fetches and evidence too.
+func (f *fullChecks) wantShard(peers []peer.ID, k slot) bool {
+	return f.goIn(f.wants, func(ctx context.Context) { f.fetchWant(ctx, peers, k) })
+}
+
 // fetchedShard checks a shard that from sent for slot k.
 func (f *fullChecks) fetchedShard(ctx context.Context, from peer.ID, k slot, data []byte) (p2p.Result, string) {
 	obj, r, reason := f.cfg.Wire.shard(data)

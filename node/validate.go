@@ -225,8 +225,8 @@ type fullConfig struct {
 	// MaxHeavy bounds the bundle verifications and evidence checks run at once for
 	// gossip; over it a message is ignored (busy). 0 = GOMAXPROCS.
 	MaxHeavy int
-	// MaxAsync bounds the bundle fetches and evidence publications in flight; over it
-	// they are dropped. 0 = 8.
+	// MaxAsync bounds the bundle fetches and evidence publications in flight, and apart
+	// the fetches of missing shards; over it they are dropped. 0 = 8.
 	MaxAsync int
 }
 
@@ -245,6 +245,7 @@ type fullChecks struct {
 	view     atomic.Pointer[core.View]
 	heavy    chan struct{}
 	async    chan struct{}
+	wants    chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -262,7 +263,7 @@ const maxMade = 4096
 // newFullChecks returns the full checks, starting at the zero view. The loop wires them
 // in: validators(wire, f.checks(), met) as the host's validators (SetValidator), the fetch
 // server newFetchServer(f.reg, f.content) on p2p.FetchProtocol, newAttestor with f.reg;
-// then f.setView after each event, f.fetchWant for the slots the core wants,
+// then f.setView after each event, f.wantShard for the slots the core wants,
 // f.verifySeconds for the status, and close at the end, which stops the fetches and
 // publications in flight.
 func newFullChecks(cfg fullConfig) *fullChecks {
@@ -279,7 +280,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 		cfg.MaxAsync = 8
 	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
-		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync),
+		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
 		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
