@@ -17,7 +17,7 @@ type slot struct {
 // contentStore keeps the bytes of the recent shards the node accepted (its own and its
 // peers'), so that it can serve them by payload CID or by slot, and so that a shard that
 // arrives twice (by gossip, from the stash, by fetch) reaches the loop once. It keeps the
-// first shard of a slot, and is bounded in bytes: over the bound it drops the oldest
+// first shard of a slot and whether another was seen, and is bounded in bytes: over the bound it drops the oldest
 // rounds first and refuses shards of a round older than all it holds; the loop prunes by
 // round as rounds close. It holds only shards that passed every check. Safe for
 // concurrent use.
@@ -41,41 +41,66 @@ func newContentStore(maxBytes int) *contentStore {
 	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot), byRound: make(map[uint64][]slot)}
 }
 
-// heldShard is a shard's encoding and its payload CID.
+// heldShard is a shard's encoding and its payload CID, and whether another shard for its
+// slot was seen (its signer equivocated).
 type heldShard struct {
-	data []byte
-	cid  string
+	data        []byte
+	cid         string
+	equivocated bool
 }
 
 func slotOf(h *verify.ShardHeader) slot { return slot{round: h.Round, peer: h.Peer, index: h.Index} }
 
-// put keeps data, the encoding of s, unless the store holds it already. It reports
-// whether data is new: false for the same bytes a second time. Another shard for a held
-// slot (equivocation) is new but not kept. A new shard that does not fit is not kept.
-func (c *contentStore) put(s *verify.Shard, data []byte) bool {
+// What put found of a shard.
+type putResult int
+
+const (
+	putNew      putResult = iota // not seen before: kept if it fits
+	putSame                      // the bytes held for its slot
+	putConflict                  // the first other shard for a held slot (equivocation): not kept
+	putRepeated                  // a further other shard for that slot: the conflict is known
+)
+
+// put keeps data, the encoding of s, unless the store holds a shard of its slot already,
+// and says what it found. A new shard that does not fit is not kept.
+func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	k := slotOf(&s.Header)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.bySlot[k]; ok {
-		return !bytes.Equal(old.data, data)
+		switch {
+		case bytes.Equal(old.data, data):
+			return putSame
+		case old.equivocated:
+			return putRepeated
+		}
+		old.equivocated = true
+		c.bySlot[k] = old
+		return putConflict
 	}
 	if !c.makeRoom(len(data), k.round) {
-		return true
+		return putNew
 	}
 	c.bySlot[k] = heldShard{data: bytes.Clone(data), cid: string(s.Header.PayloadCID)}
 	c.byCID[string(s.Header.PayloadCID)] = k
 	c.byRound[k.round] = append(c.byRound[k.round], k)
 	c.bytes += len(data)
-	return true
+	return putNew
 }
 
-// remove drops the shard of s's slot if it is data (a put the loop never received).
+// remove undoes the put of data, the encoding of s, that the loop never received: it
+// drops the shard of s's slot if it is data, else forgets that the slot had a conflict.
 func (c *contentStore) remove(s *verify.Shard, data []byte) {
 	k := slotOf(&s.Header)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.bySlot[k]; ok && bytes.Equal(old.data, data) {
+	old, ok := c.bySlot[k]
+	switch {
+	case ok && bytes.Equal(old.data, data):
 		c.drop(k, old)
+	case ok:
+		old.equivocated = false
+		c.bySlot[k] = old
 	}
 }
 

@@ -39,12 +39,13 @@ const (
 	reasonContent       = "content"        // fails the content checks (evidence made)
 	reasonBusy          = "busy"           // the loop's inbox or the verification slots are full
 	reasonEvidence      = "evidence"       // evidence that proves nothing
+	reasonEquivocation  = "equivocation"   // a third shard or more for a slot: its signer's equivocation is known
 )
 
 // reasons is the set of every reason.
 var reasons = []string{reasonOK, reasonSize, reasonDecode, reasonNetwork, reasonRun, reasonLate,
 	reasonReplay, reasonFuture, reasonBundleUnknown, reasonBundleInvalid, reasonSignature,
-	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence}
+	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence, reasonEquivocation}
 
 // shardEnvelope bounds what a shard adds to its payload (header, signature, framing):
 // the size cap of the shards topic is the spec's shard payload limit plus this. verify's
@@ -362,13 +363,21 @@ func (f *fullChecks) attestedKey(s *verify.Shard, hb *heldBundle) (ed25519.Publi
 }
 
 // checked runs the content checks of a shard whose signature verified (failing: evidence)
-// and hands it to the loop, once: not the node's own, not one the loop has had.
+// and hands it to the loop, once: not the node's own, not one the loop has had. Of the
+// shards for one slot, the first and the first other (which proves equivocation) pass;
+// later ones are ignored, neither forwarded nor queued for the loop.
 func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local bool) (p2p.Result, string) {
 	if err := f.checkContent(s.Payload); err != nil {
 		f.report(incentives.NewInvalidContent(hb.data, s))
 		return p2p.Reject, reasonContent
 	}
-	if !f.content.put(s, data) || local {
+	switch f.content.put(s, data) {
+	case putRepeated:
+		return p2p.Ignore, reasonEquivocation
+	case putSame:
+		return p2p.Accept, reasonOK
+	}
+	if local {
 		return p2p.Accept, reasonOK
 	}
 	if !f.cfg.Deliver(shardIn{shard: s, bundle: hb.data, at: f.cfg.Now()}) {
