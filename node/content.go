@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 
 	"github.com/lowband/lowband/verify"
@@ -17,18 +18,21 @@ type slot struct {
 // contentStore keeps the bytes of the recent shards the node accepted (its own and its
 // peers'), so that it can serve them by payload CID or by slot, and so that a shard that
 // arrives twice (by gossip, from the stash, by fetch) reaches the loop once. It keeps the
-// first shard of a slot and whether another was seen, and is bounded in bytes: over the bound it drops the oldest
-// rounds first and refuses shards of a round older than all it holds; the loop prunes by
-// round as rounds close. It holds only shards that passed every check. Safe for
-// concurrent use.
+// first shard of a slot and whether another was seen, and is bounded in bytes: over the
+// bound it drops the oldest shard of the peer holding the most bytes (counting the new
+// shard), and refuses the new shard when that peer is its own and holds only later rounds,
+// so that one peer's flood pushes out only its own shards; the loop prunes by round as
+// rounds close. It holds only shards that passed every check. Safe for concurrent use.
 type contentStore struct {
 	maxBytes int
 
-	mu      sync.Mutex
-	bytes   int
-	bySlot  map[slot]heldShard
-	byCID   map[string]slot
-	byRound map[uint64][]slot
+	mu       sync.Mutex
+	bytes    int
+	bySlot   map[slot]heldShard
+	byCID    map[string]slot
+	byRound  map[uint64][]slot
+	byPeer   map[string][]slot // each peer's held slots
+	peerLoad map[string]int    // each peer's held bytes
 }
 
 // defaultContentBytes bounds a content store: a few rounds of every peer's contribution.
@@ -38,7 +42,8 @@ func newContentStore(maxBytes int) *contentStore {
 	if maxBytes <= 0 {
 		maxBytes = defaultContentBytes
 	}
-	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot), byRound: make(map[uint64][]slot)}
+	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot),
+		byRound: make(map[uint64][]slot), byPeer: make(map[string][]slot), peerLoad: make(map[string]int)}
 }
 
 // heldShard is a shard's encoding and its payload CID, and whether another shard for its
@@ -78,12 +83,14 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 		c.bySlot[k] = old
 		return putConflict
 	}
-	if !c.makeRoom(len(data), k.round) {
+	if !c.makeRoom(len(data), k) {
 		return putNew
 	}
 	c.bySlot[k] = heldShard{data: bytes.Clone(data), cid: string(s.Header.PayloadCID)}
 	c.byCID[string(s.Header.PayloadCID)] = k
 	c.byRound[k.round] = append(c.byRound[k.round], k)
+	c.byPeer[k.peer] = append(c.byPeer[k.peer], k)
+	c.peerLoad[k.peer] += len(data)
 	c.bytes += len(data)
 	return putNew
 }
@@ -104,19 +111,32 @@ func (c *contentStore) remove(s *verify.Shard, data []byte) {
 	}
 }
 
-// makeRoom drops whole rounds older than round until n more bytes fit. c.mu is held.
-func (c *contentStore) makeRoom(n int, round uint64) bool {
+// makeRoom drops shards until n more bytes, of the shard for slot k, fit: each time the
+// oldest of the peer holding the most bytes, counting the new shard's. It reports false,
+// having dropped what it dropped, when that peer is k's and holds nothing older than k.
+// c.mu is held.
+func (c *contentStore) makeRoom(n int, k slot) bool {
 	for c.bytes+n > c.maxBytes {
-		oldest, any := uint64(0), false
-		for r := range c.byRound {
-			if !any || r < oldest {
-				oldest, any = r, true
+		heaviest, load := k.peer, c.peerLoad[k.peer]+n
+		for p, l := range c.peerLoad {
+			if l > load || l == load && p < heaviest {
+				heaviest, load = p, l
 			}
 		}
-		if !any || oldest >= round {
+		ks := c.byPeer[heaviest]
+		if len(ks) == 0 {
 			return false
 		}
-		c.dropRound(oldest)
+		oldest := ks[0]
+		for _, x := range ks[1:] {
+			if x.round < oldest.round || x.round == oldest.round && x.index < oldest.index {
+				oldest = x
+			}
+		}
+		if heaviest == k.peer && oldest.round >= k.round {
+			return false
+		}
+		c.drop(oldest, c.bySlot[oldest])
 	}
 	return true
 }
@@ -151,19 +171,28 @@ func (c *contentStore) prune(round uint64) {
 
 // dropRound drops every shard of round r. c.mu is held.
 func (c *contentStore) dropRound(r uint64) {
-	for _, k := range c.byRound[r] {
-		if old, ok := c.bySlot[k]; ok {
-			c.drop(k, old)
-		}
+	for _, k := range slices.Clone(c.byRound[r]) {
+		c.drop(k, c.bySlot[k])
 	}
-	delete(c.byRound, r)
 }
 
-// drop forgets one held shard (its round's list is left to dropRound). c.mu is held.
+// drop forgets one held shard. c.mu is held.
 func (c *contentStore) drop(k slot, old heldShard) {
 	delete(c.bySlot, k)
+	if ks := slices.DeleteFunc(c.byRound[k.round], func(x slot) bool { return x == k }); len(ks) > 0 {
+		c.byRound[k.round] = ks
+	} else {
+		delete(c.byRound, k.round)
+	}
 	if c.byCID[old.cid] == k {
 		delete(c.byCID, old.cid)
 	}
 	c.bytes -= len(old.data)
+	if ks := slices.DeleteFunc(c.byPeer[k.peer], func(x slot) bool { return x == k }); len(ks) > 0 {
+		c.byPeer[k.peer] = ks
+		c.peerLoad[k.peer] -= len(old.data)
+	} else {
+		delete(c.byPeer, k.peer)
+		delete(c.peerLoad, k.peer)
+	}
 }
