@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"slices"
 	"sync"
 
 	"github.com/lowband/lowband/verify"
@@ -30,9 +29,9 @@ type contentStore struct {
 	bytes    int
 	bySlot   map[slot]heldShard
 	byCID    map[string]slot
-	byRound  map[uint64][]slot
-	byPeer   map[string][]slot // each peer's held slots
-	peerLoad map[string]int    // each peer's held bytes
+	byRound  map[uint64]slotSet
+	byPeer   map[string]slotSet // each peer's held slots
+	peerLoad map[string]int     // each peer's held bytes
 }
 
 // defaultContentBytes bounds a content store: a few rounds of every peer's contribution.
@@ -43,7 +42,26 @@ func newContentStore(maxBytes int) *contentStore {
 		maxBytes = defaultContentBytes
 	}
 	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot),
-		byRound: make(map[uint64][]slot), byPeer: make(map[string][]slot), peerLoad: make(map[string]int)}
+		byRound: make(map[uint64]slotSet), byPeer: make(map[string]slotSet), peerLoad: make(map[string]int)}
+}
+
+// slotSet is a set of slots: held shards are dropped one by one, in any order.
+type slotSet map[slot]struct{}
+
+// addSlot adds k to the set of key in m.
+func addSlot[K comparable](m map[K]slotSet, key K, k slot) {
+	if m[key] == nil {
+		m[key] = slotSet{}
+	}
+	m[key][k] = struct{}{}
+}
+
+// removeSlot removes k from the set of key in m, and the set when it empties.
+func removeSlot[K comparable](m map[K]slotSet, key K, k slot) {
+	delete(m[key], k)
+	if len(m[key]) == 0 {
+		delete(m, key)
+	}
 }
 
 // heldShard is a shard's encoding and its payload CID, and whether another shard for its
@@ -88,8 +106,8 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	}
 	c.bySlot[k] = heldShard{data: bytes.Clone(data), cid: string(s.Header.PayloadCID)}
 	c.byCID[string(s.Header.PayloadCID)] = k
-	c.byRound[k.round] = append(c.byRound[k.round], k)
-	c.byPeer[k.peer] = append(c.byPeer[k.peer], k)
+	addSlot(c.byRound, k.round, k)
+	addSlot(c.byPeer, k.peer, k)
 	c.peerLoad[k.peer] += len(data)
 	c.bytes += len(data)
 	return putNew
@@ -123,17 +141,13 @@ func (c *contentStore) makeRoom(n int, k slot) bool {
 				heaviest, load = p, l
 			}
 		}
-		ks := c.byPeer[heaviest]
-		if len(ks) == 0 {
-			return false
-		}
-		oldest := ks[0]
-		for _, x := range ks[1:] {
-			if x.round < oldest.round || x.round == oldest.round && x.index < oldest.index {
-				oldest = x
+		oldest, any := slot{}, false
+		for x := range c.byPeer[heaviest] {
+			if !any || x.round < oldest.round || x.round == oldest.round && x.index < oldest.index {
+				oldest, any = x, true
 			}
 		}
-		if heaviest == k.peer && oldest.round >= k.round {
+		if !any || heaviest == k.peer && oldest.round >= k.round {
 			return false
 		}
 		c.drop(oldest, c.bySlot[oldest])
@@ -171,7 +185,7 @@ func (c *contentStore) prune(round uint64) {
 
 // dropRound drops every shard of round r. c.mu is held.
 func (c *contentStore) dropRound(r uint64) {
-	for _, k := range slices.Clone(c.byRound[r]) {
+	for k := range c.byRound[r] {
 		c.drop(k, c.bySlot[k])
 	}
 }
@@ -179,20 +193,14 @@ func (c *contentStore) dropRound(r uint64) {
 // drop forgets one held shard. c.mu is held.
 func (c *contentStore) drop(k slot, old heldShard) {
 	delete(c.bySlot, k)
-	if ks := slices.DeleteFunc(c.byRound[k.round], func(x slot) bool { return x == k }); len(ks) > 0 {
-		c.byRound[k.round] = ks
-	} else {
-		delete(c.byRound, k.round)
-	}
+	removeSlot(c.byRound, k.round, k)
+	removeSlot(c.byPeer, k.peer, k)
 	if c.byCID[old.cid] == k {
 		delete(c.byCID, old.cid)
 	}
 	c.bytes -= len(old.data)
-	if ks := slices.DeleteFunc(c.byPeer[k.peer], func(x slot) bool { return x == k }); len(ks) > 0 {
-		c.byPeer[k.peer] = ks
-		c.peerLoad[k.peer] -= len(old.data)
-	} else {
-		delete(c.byPeer, k.peer)
+	c.peerLoad[k.peer] -= len(old.data)
+	if c.byPeer[k.peer] == nil {
 		delete(c.peerLoad, k.peer)
 	}
 }

@@ -39,7 +39,7 @@ const (
 	reasonContent       = "content"        // fails the content checks (evidence made)
 	reasonBusy          = "busy"           // the loop's inbox or the verification slots are full
 	reasonEvidence      = "evidence"       // evidence that proves nothing
-	reasonEquivocation  = "equivocation"   // a third shard or more for a slot: its signer's equivocation is known
+	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
 )
 
 // reasons is the set of every reason.
