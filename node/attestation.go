@@ -82,15 +82,17 @@ func (a *attestor) attest(ctx context.Context, epoch uint64) (core.Signer, error
 // (a shard signed under one that fails provably is evidence). Bundles are verified with
 // the network's policy at the network's nominal time of their epoch (the checker's
 // EpochTime, as evidence is), never the clock, and verdicts are cached by hash. Both sets
-// are bounded, least recently used first out. Safe for concurrent use.
+// are bounded, least recently used first out, and the verified ones hold at most
+// maxBundlesPerPeer of one peer, its oldest out first. Safe for concurrent use.
 type registry struct {
 	ver       *attest.Verifier
 	epochTime func(epoch uint64) time.Time
 	spent     *cpuMeter
 
-	mu  sync.Mutex
-	ok  *lru[*heldBundle]
-	bad *lru[*heldBundle]
+	mu     sync.Mutex
+	ok     *lru[*heldBundle]
+	bad    *lru[*heldBundle]
+	byPeer map[string][][32]byte // the hashes in ok of each peer, oldest first
 }
 
 // heldBundle is a decoded bundle, its bytes (shared: never modify) and, for a failed one,
@@ -101,9 +103,12 @@ type heldBundle struct {
 	err  error
 }
 
-// Registry bounds: verified bundles (at most 64 KiB each) and failed ones.
+// Registry bounds: verified bundles (at most 64 KiB each), those of one peer, and failed
+// ones. An honest node has one bundle an epoch (and a new one if it restarts); one attested
+// identity signing bundles for fresh ephemeral keys at will pushes out only its own.
 const (
 	maxVerifiedBundles = 512
+	maxBundlesPerPeer  = 4
 	maxFailedBundles   = 64
 )
 
@@ -114,6 +119,7 @@ func newRegistry(chk *incentives.Checker, log *slog.Logger, spent *cpuMeter) *re
 	return &registry{
 		ver: attest.NewVerifier(chk.Policy, maxVerifiedBundles, log), epochTime: chk.EpochTime, spent: spent,
 		ok: newLRU[*heldBundle](maxVerifiedBundles), bad: newLRU[*heldBundle](maxFailedBundles),
+		byPeer: make(map[string][][32]byte),
 	}
 }
 
@@ -135,11 +141,32 @@ func (r *registry) add(data []byte, epoch uint64) (*heldBundle, error) {
 	defer r.mu.Unlock()
 	switch {
 	case hb.err == nil:
-		r.ok.put(h, hb)
+		r.holdVerified(h, hb)
 	case verify.ClassOf(hb.err) != verify.ClassStale:
 		r.bad.put(h, hb)
 	}
 	return hb, hb.err
+}
+
+// holdVerified holds a verified bundle, first dropping its peer's oldest when the peer has
+// maxBundlesPerPeer held. r.mu is held.
+func (r *registry) holdVerified(h [32]byte, hb *heldBundle) {
+	p := hb.b.PeerID
+	if _, held := r.ok.get(h); !held {
+		if hs := r.byPeer[p]; len(hs) >= maxBundlesPerPeer {
+			r.ok.remove(hs[0])
+			r.byPeer[p] = hs[1:]
+		}
+		r.byPeer[p] = append(r.byPeer[p], h)
+	}
+	if old := r.ok.put(h, hb); old != nil {
+		q := old.val.b.PeerID
+		if hs := slices.DeleteFunc(r.byPeer[q], func(x [32]byte) bool { return x == old.key }); len(hs) > 0 {
+			r.byPeer[q] = hs
+		} else {
+			delete(r.byPeer, q)
+		}
+	}
 }
 
 // get returns the held bundle of a hash, verified or failed.
@@ -223,17 +250,27 @@ func (l *lru[V]) get(k [32]byte) (V, bool) {
 	return el.Value.(*lruEntry[V]).val, true
 }
 
-func (l *lru[V]) put(k [32]byte, v V) {
+// put holds v under k; when that drops the least recently used entry, it returns it.
+func (l *lru[V]) put(k [32]byte, v V) (evicted *lruEntry[V]) {
 	if el, ok := l.byKey[k]; ok {
 		el.Value.(*lruEntry[V]).val = v
 		l.order.MoveToFront(el)
-		return
+		return nil
 	}
 	l.byKey[k] = l.order.PushFront(&lruEntry[V]{key: k, val: v})
-	for l.order.Len() > l.cap {
-		last := l.order.Back()
-		l.order.Remove(last)
-		delete(l.byKey, last.Value.(*lruEntry[V]).key)
+	if l.order.Len() <= l.cap {
+		return nil
+	}
+	last := l.order.Remove(l.order.Back()).(*lruEntry[V])
+	delete(l.byKey, last.key)
+	return last
+}
+
+// remove drops the entry of k, if any.
+func (l *lru[V]) remove(k [32]byte) {
+	if el, ok := l.byKey[k]; ok {
+		l.order.Remove(el)
+		delete(l.byKey, k)
 	}
 }
 

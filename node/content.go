@@ -17,18 +17,21 @@ type slot struct {
 // contentStore keeps the bytes of the recent shards the node accepted (its own and its
 // peers'), so that it can serve them by payload CID or by slot, and so that a shard that
 // arrives twice (by gossip, from the stash, by fetch) reaches the loop once. It keeps the
-// first shard of a slot, and is bounded in bytes: over the bound it drops the oldest
-// rounds first and refuses shards of a round older than all it holds; the loop prunes by
-// round as rounds close. It holds only shards that passed every check. Safe for
-// concurrent use.
+// first shard of a slot and whether another was seen, and is bounded in bytes: over the
+// bound it drops the oldest shard of the peer holding the most bytes (counting the new
+// shard), and refuses the new shard when that peer is its own and holds only later rounds,
+// so that one peer's flood pushes out only its own shards; the loop prunes by round as
+// rounds close. It holds only shards that passed every check. Safe for concurrent use.
 type contentStore struct {
 	maxBytes int
 
-	mu      sync.Mutex
-	bytes   int
-	bySlot  map[slot]heldShard
-	byCID   map[string]slot
-	byRound map[uint64][]slot
+	mu       sync.Mutex
+	bytes    int
+	bySlot   map[slot]heldShard
+	byCID    map[string]slot
+	byRound  map[uint64]slotSet
+	byPeer   map[string]slotSet // each peer's held slots
+	peerLoad map[string]int     // each peer's held bytes
 }
 
 // defaultContentBytes bounds a content store: a few rounds of every peer's contribution.
@@ -38,60 +41,116 @@ func newContentStore(maxBytes int) *contentStore {
 	if maxBytes <= 0 {
 		maxBytes = defaultContentBytes
 	}
-	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot), byRound: make(map[uint64][]slot)}
+	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot),
+		byRound: make(map[uint64]slotSet), byPeer: make(map[string]slotSet), peerLoad: make(map[string]int)}
 }
 
-// heldShard is a shard's encoding and its payload CID.
+// slotSet is a set of slots: held shards are dropped one by one, in any order.
+type slotSet map[slot]struct{}
+
+// addSlot adds k to the set of key in m.
+func addSlot[K comparable](m map[K]slotSet, key K, k slot) {
+	if m[key] == nil {
+		m[key] = slotSet{}
+	}
+	m[key][k] = struct{}{}
+}
+
+// removeSlot removes k from the set of key in m, and the set when it empties.
+func removeSlot[K comparable](m map[K]slotSet, key K, k slot) {
+	delete(m[key], k)
+	if len(m[key]) == 0 {
+		delete(m, key)
+	}
+}
+
+// heldShard is a shard's encoding and its payload CID, and whether another shard for its
+// slot was seen (its signer equivocated).
 type heldShard struct {
-	data []byte
-	cid  string
+	data        []byte
+	cid         string
+	equivocated bool
 }
 
 func slotOf(h *verify.ShardHeader) slot { return slot{round: h.Round, peer: h.Peer, index: h.Index} }
 
-// put keeps data, the encoding of s, unless the store holds it already. It reports
-// whether data is new: false for the same bytes a second time. Another shard for a held
-// slot (equivocation) is new but not kept. A new shard that does not fit is not kept.
-func (c *contentStore) put(s *verify.Shard, data []byte) bool {
+// What put found of a shard.
+type putResult int
+
+const (
+	putNew      putResult = iota // not seen before: kept if it fits
+	putSame                      // the bytes held for its slot
+	putConflict                  // the first other shard for a held slot (equivocation): not kept
+	putRepeated                  // a further other shard for that slot: the conflict is known
+)
+
+// put keeps data, the encoding of s, unless the store holds a shard of its slot already,
+// and says what it found. A new shard that does not fit is not kept.
+func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	k := slotOf(&s.Header)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.bySlot[k]; ok {
-		return !bytes.Equal(old.data, data)
+		switch {
+		case bytes.Equal(old.data, data):
+			return putSame
+		case old.equivocated:
+			return putRepeated
+		}
+		old.equivocated = true
+		c.bySlot[k] = old
+		return putConflict
 	}
-	if !c.makeRoom(len(data), k.round) {
-		return true
+	if !c.makeRoom(len(data), k) {
+		return putNew
 	}
 	c.bySlot[k] = heldShard{data: bytes.Clone(data), cid: string(s.Header.PayloadCID)}
 	c.byCID[string(s.Header.PayloadCID)] = k
-	c.byRound[k.round] = append(c.byRound[k.round], k)
+	addSlot(c.byRound, k.round, k)
+	addSlot(c.byPeer, k.peer, k)
+	c.peerLoad[k.peer] += len(data)
 	c.bytes += len(data)
-	return true
+	return putNew
 }
 
-// remove drops the shard of s's slot if it is data (a put the loop never received).
+// remove undoes the put of data, the encoding of s, that the loop never received: it
+// drops the shard of s's slot if it is data, else forgets that the slot had a conflict.
 func (c *contentStore) remove(s *verify.Shard, data []byte) {
 	k := slotOf(&s.Header)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.bySlot[k]; ok && bytes.Equal(old.data, data) {
+	old, ok := c.bySlot[k]
+	switch {
+	case ok && bytes.Equal(old.data, data):
 		c.drop(k, old)
+	case ok:
+		old.equivocated = false
+		c.bySlot[k] = old
 	}
 }
 
-// makeRoom drops whole rounds older than round until n more bytes fit. c.mu is held.
-func (c *contentStore) makeRoom(n int, round uint64) bool {
+// makeRoom drops shards until n more bytes, of the shard for slot k, fit: each time the
+// oldest of the peer holding the most bytes, counting the new shard's. It reports false,
+// having dropped what it dropped, when that peer is k's and holds nothing older than k.
+// c.mu is held.
+func (c *contentStore) makeRoom(n int, k slot) bool {
 	for c.bytes+n > c.maxBytes {
-		oldest, any := uint64(0), false
-		for r := range c.byRound {
-			if !any || r < oldest {
-				oldest, any = r, true
+		heaviest, load := k.peer, c.peerLoad[k.peer]+n
+		for p, l := range c.peerLoad {
+			if l > load || l == load && p < heaviest {
+				heaviest, load = p, l
 			}
 		}
-		if !any || oldest >= round {
+		oldest, any := slot{}, false
+		for x := range c.byPeer[heaviest] {
+			if !any || x.round < oldest.round || x.round == oldest.round && x.index < oldest.index {
+				oldest, any = x, true
+			}
+		}
+		if !any || heaviest == k.peer && oldest.round >= k.round {
 			return false
 		}
-		c.dropRound(oldest)
+		c.drop(oldest, c.bySlot[oldest])
 	}
 	return true
 }
@@ -126,19 +185,22 @@ func (c *contentStore) prune(round uint64) {
 
 // dropRound drops every shard of round r. c.mu is held.
 func (c *contentStore) dropRound(r uint64) {
-	for _, k := range c.byRound[r] {
-		if old, ok := c.bySlot[k]; ok {
-			c.drop(k, old)
-		}
+	for k := range c.byRound[r] {
+		c.drop(k, c.bySlot[k])
 	}
-	delete(c.byRound, r)
 }
 
-// drop forgets one held shard (its round's list is left to dropRound). c.mu is held.
+// drop forgets one held shard. c.mu is held.
 func (c *contentStore) drop(k slot, old heldShard) {
 	delete(c.bySlot, k)
+	removeSlot(c.byRound, k.round, k)
+	removeSlot(c.byPeer, k.peer, k)
 	if c.byCID[old.cid] == k {
 		delete(c.byCID, old.cid)
 	}
 	c.bytes -= len(old.data)
+	c.peerLoad[k.peer] -= len(old.data)
+	if c.byPeer[k.peer] == nil {
+		delete(c.peerLoad, k.peer)
+	}
 }

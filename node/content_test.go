@@ -28,16 +28,16 @@ func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
 	}
 	one, _ := shard(1, 0, "p")
 	c := newContentStore(3 * len(one))
-	put := func(round uint64, index uint32, payload string) bool {
+	put := func(round uint64, index uint32, payload string) putResult {
 		data, _ := shard(round, index, payload)
 		s := fx.Shard("alice", b, round, index, []byte(payload))
 		return c.put(s, data)
 	}
-	if !put(1, 0, "p") || put(1, 0, "p") {
+	if put(1, 0, "p") != putNew || put(1, 0, "p") != putSame {
 		t.Fatal("a shard must be new once")
 	}
-	if !put(1, 0, "q") {
-		t.Fatal("another shard for a held slot (equivocation) must be new")
+	if put(1, 0, "q") != putConflict || put(1, 0, "r") != putRepeated {
+		t.Fatal("another shard for a held slot (equivocation) must be a conflict once")
 	}
 	if data, k := shard(1, 0, "p"); string(c.shard(k)) != string(data) {
 		t.Fatal("the first shard of a slot is the one kept")

@@ -225,14 +225,15 @@ func (f *fullChecks) fetchBundle(ctx context.Context, from peer.ID, h [32]byte) 
 
 // fetchWant asks peers in turn for the shard of slot k (one missing when a round is
 // about to close) until one sends a shard that passes every check and reaches the loop,
-// fetching its bundle from the same peer when unknown. It blocks: the loop calls it on a
-// goroutine of its own. Each answer is counted as the shards topic's.
+// fetching its bundle from the same peer when unknown, or k's round closes. It blocks:
+// the loop calls it on a goroutine of its own. Each answer is counted as the shards
+// topic's.
 func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) bool {
 	if f.cfg.Fetch == nil {
 		return false
 	}
 	for _, p := range peers {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || k.round < f.view.Load().NextClose {
 			return false
 		}
 		if p == f.cfg.Self {
@@ -249,6 +250,14 @@ func (f *fullChecks) fetchWant(ctx context.Context, peers []peer.ID, k slot) boo
 		}
 	}
 	return false
+}
+
+// wantShard fetches the shard of slot k from peers in turn (fetchWant) off the caller's
+// goroutine, and reports false, fetching nothing, when MaxAsync such fetches are in
+// flight. They have slots of their own: one peer that never answers holds each for the
+// fetch timeout, and must not hold up bundle fetches and evidence too.
+func (f *fullChecks) wantShard(peers []peer.ID, k slot) bool {
+	return f.goIn(f.wants, func(ctx context.Context) { f.fetchWant(ctx, peers, k) })
 }
 
 // fetchedShard checks a shard that from sent for slot k.

@@ -163,7 +163,7 @@ func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 			}
 		}
 		k := slot{round: w.Round, peer: w.Peer, index: w.Index}
-		if !n.checks.goAsync(func(ctx context.Context) { n.checks.fetchWant(ctx, order, k) }) {
+		if !n.checks.wantShard(order, k) {
 			return // MaxAsync fetches in flight: the rest waits for the next round
 		}
 	}

@@ -39,12 +39,13 @@ const (
 	reasonContent       = "content"        // fails the content checks (evidence made)
 	reasonBusy          = "busy"           // the loop's inbox or the verification slots are full
 	reasonEvidence      = "evidence"       // evidence that proves nothing
+	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
 )
 
 // reasons is the set of every reason.
 var reasons = []string{reasonOK, reasonSize, reasonDecode, reasonNetwork, reasonRun, reasonLate,
 	reasonReplay, reasonFuture, reasonBundleUnknown, reasonBundleInvalid, reasonSignature,
-	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence}
+	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence, reasonEquivocation}
 
 // shardEnvelope bounds what a shard adds to its payload (header, signature, framing):
 // the size cap of the shards topic is the spec's shard payload limit plus this. verify's
@@ -227,8 +228,8 @@ type fullConfig struct {
 	// MaxHeavy bounds the bundle verifications and evidence checks run at once for
 	// gossip; over it a message is ignored (busy). 0 = GOMAXPROCS.
 	MaxHeavy int
-	// MaxAsync bounds the bundle fetches and evidence publications in flight; over it
-	// they are dropped. 0 = 8.
+	// MaxAsync bounds the bundle fetches and evidence publications in flight, and apart
+	// the fetches of missing shards; over it they are dropped. 0 = 8.
 	MaxAsync int
 }
 
@@ -247,6 +248,7 @@ type fullChecks struct {
 	view     atomic.Pointer[core.View]
 	heavy    chan struct{}
 	async    chan struct{}
+	wants    chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -264,7 +266,7 @@ const maxMade = 4096
 // newFullChecks returns the full checks, starting at the zero view. The loop wires them
 // in: validators(wire, f.checks(), met) as the host's validators (SetValidator), the fetch
 // server newFetchServer(f.reg, f.content) on p2p.FetchProtocol, newAttestor with f.reg;
-// then f.setView after each event, f.fetchWant for the slots the core wants,
+// then f.setView after each event, f.wantShard for the slots the core wants,
 // f.verifySeconds for the status, and close at the end, which stops the fetches and
 // publications in flight.
 func newFullChecks(cfg fullConfig) *fullChecks {
@@ -281,7 +283,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 		cfg.MaxAsync = 8
 	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
-		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync),
+		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
 		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
@@ -363,13 +365,21 @@ func (f *fullChecks) attestedKey(s *verify.Shard, hb *heldBundle) (ed25519.Publi
 }
 
 // checked runs the content checks of a shard whose signature verified (failing: evidence)
-// and hands it to the loop, once: not the node's own, not one the loop has had.
+// and hands it to the loop, once: not the node's own, not one the loop has had. Of the
+// shards for one slot, the first and the first other (which proves equivocation) pass;
+// later ones are ignored, neither forwarded nor queued for the loop.
 func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local bool) (p2p.Result, string) {
 	if err := f.checkContent(s.Payload); err != nil {
 		f.report(incentives.NewInvalidContent(hb.data, s))
 		return p2p.Reject, reasonContent
 	}
-	if !f.content.put(s, data) || local {
+	switch f.content.put(s, data) {
+	case putRepeated:
+		return p2p.Ignore, reasonEquivocation
+	case putSame:
+		return p2p.Accept, reasonOK
+	}
+	if local {
 		return p2p.Accept, reasonOK
 	}
 	if !f.cfg.Deliver(shardIn{shard: s, bundle: hb.data, at: f.cfg.Now()}) {

@@ -117,17 +117,20 @@ func (f *fullChecks) tryHeavy() bool {
 
 func (f *fullChecks) releaseHeavy() { <-f.heavy }
 
-// goAsync runs fn on its own goroutine if fewer than MaxAsync run, and reports whether
-// it does. fn's context ends at close.
-func (f *fullChecks) goAsync(fn func(ctx context.Context)) bool {
+// goAsync runs fn on its own goroutine if fewer than MaxAsync bundle fetches and
+// publications run, and reports whether it does. fn's context ends at close.
+func (f *fullChecks) goAsync(fn func(ctx context.Context)) bool { return f.goIn(f.async, fn) }
+
+// goIn runs fn on its own goroutine if pool has room, and reports whether it does.
+func (f *fullChecks) goIn(pool chan struct{}, fn func(ctx context.Context)) bool {
 	select {
-	case f.async <- struct{}{}:
+	case pool <- struct{}{}:
 	default:
 		return false
 	}
 	f.wg.Add(1)
 	go func() {
-		defer func() { <-f.async; f.wg.Done() }()
+		defer func() { <-pool; f.wg.Done() }()
 		fn(f.ctx)
 	}()
 	return true

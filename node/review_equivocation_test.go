@@ -1,0 +1,44 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lowband/lowband/p2p"
+)
+
+// TestEquivocationVariantsBeyondTheSecondIgnored: a peer signing many different shards for
+// one slot gets the first two accepted (the second proves the equivocation to the loop and
+// to the network) and every later one ignored: they are not forwarded through the mesh nor
+// queued for the loop, whose inbox stays free for other peers' shards.
+func TestEquivocationVariantsBeyondTheSecondIgnored(t *testing.T) {
+	ft := newFullTest(t, 64, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	for i := range 10 {
+		s := marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, fmt.Appendf(nil, "payload %d", i)))
+		want, reason := p2p.Accept, reasonOK
+		if i >= 2 {
+			want, reason = p2p.Ignore, reasonEquivocation
+		}
+		ft.expect(fmt.Sprint("variant ", i), p2p.KindShards, s, want, reason)
+	}
+	if n := len(ft.inbox); n != 2 {
+		t.Fatalf("%d variants of one slot reached the loop, want 2", n)
+	}
+}
+
+// TestEquivocationRetriedAfterBusyInbox: the shard that proves an equivocation, ignored
+// while the loop's inbox is full, still reaches the loop when it comes again.
+func TestEquivocationRetriedAfterBusyInbox(t *testing.T) {
+	ft := newFullTest(t, 1, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	ft.expect("first", p2p.KindShards, marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))), p2p.Accept, reasonOK)
+	second := marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2")))
+	ft.expect("second, inbox full", p2p.KindShards, second, p2p.Ignore, reasonBusy)
+	<-ft.inbox
+	if r, reason := ft.f.recheck(second); r != p2p.Accept || len(ft.inbox) != 1 {
+		t.Fatalf("the second shard again: %v %s, inbox %d", r, reason, len(ft.inbox))
+	}
+}
