@@ -129,6 +129,11 @@ type CompressionSpec struct {
 // (charlm: 25 x 2e-3 x sqrt(1.45M), about 60) stays well below it.
 const DefaultMaxNorm = 1000
 
+// MaxMaxNorm bounds max_norm. The aggregate of up to incentives.MaxContributions
+// contributions, each of norm at most max_norm, then stays far inside float64's range, so a
+// peer's extreme values can never overflow a round's aggregate and stop every node's close.
+const MaxMaxNorm = 1e9
+
 // AggregationSpec configures robust aggregation (package training/aggregate).
 type AggregationSpec struct {
 	Method string  `toml:"method" cbor:"1,keyasint"`
@@ -357,8 +362,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("feedback_decay", "%v not in (0, 1]", c.FeedbackDecay)
 	case !finite(c.TargetRatio) || c.TargetRatio != 0 && (c.TargetRatio < 1 || c.TargetRatio > 1e6):
 		return keyErr("target_ratio", "%v: want 0 (none) or a ratio in [1, 1e6]", c.TargetRatio)
-	case !finite(c.MaxNorm) || c.MaxNorm <= 0:
-		return keyErr("max_norm", "%v: want a positive finite number", c.MaxNorm)
+	case !finite(c.MaxNorm) || c.MaxNorm <= 0 || c.MaxNorm > MaxMaxNorm:
+		return keyErr("max_norm", "%v: want a positive number at most %g", c.MaxNorm, float64(MaxMaxNorm))
 	}
 	return nil
 }

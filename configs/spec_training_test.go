@@ -52,6 +52,7 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.start", func(s *TrainingSpec) { s.Outer.Start, s.Outer.Delay = StartEager, ptr(0) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
+		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = 1e300 }}, // would let a round's aggregate overflow
 		{"slice_fraction", func(s *TrainingSpec) { s.SliceFraction = 1.5 }},
 		{"slice_fraction", func(s *TrainingSpec) { s.SliceFraction = -0.25 }},
 		{"slice_fraction", func(s *TrainingSpec) { s.SliceFraction = math.NaN() }},
