@@ -11,7 +11,7 @@
 #
 # Checked: every function compiled into training/aggregate and training/round, every
 # function of training/compress except the sender's own work (encoding: power iteration,
-# QR, quantisation, rank adaptation; its output is bytes that every receiver reads alike),
+# QR, quantisation (int4 and 2-bit), rank adaptation; its output is bytes that every receiver reads alike),
 # and the outer step and flattening of package training. The inner optimiser and the
 # models are each node's private work and are not checked.
 set -euo pipefail
@@ -23,7 +23,7 @@ targets=(arm64 ppc64le ppc64 s390x riscv64 loong64 amd64/v3)
 # Symbols (without the module prefix) that are checked in package training, and those that
 # are not checked in training/compress.
 outer='^training\.(\(\*Nesterov\)\.Step|Flatten|Unflatten)$'
-sender='^training/compress\.(\(\*Encoder\)\..*|\(\*lowRank\)\..*|newLowRank|mulMQ|mulMtP|transpose|general|quantise|quantiseCols|bf16Up|putCode)(\.func[0-9.]*)?$'
+sender='^training/compress\.(\(\*Encoder\)\..*|\(\*lowRank\)\..*|newLowRank|mulMQ|mulMtP|transpose|general|quantise|quantise2|quantiseCols|bf16Up|putCode)(\.func[0-9.]*)?$'
 fused='^(V?FN?M(ADD|SUB)[0-9]*[SDFP]?[SD]?(CC)?|WFN?M[AS][DS]B|VFN?M[AS]|FN?MUL[AS][DF]|XS[A-Z]*M(ADD|SUB)[AM][DS]P|XV[A-Z]*M(ADD|SUB)[AM][DS]P)$'
 exact='^math\.(arch)?([Ss]qrt|[Aa]bs|[Ff]loor|[Cc]eil|[Tt]runc|[Rr]ound|RoundToEven|IsNaN|IsInf|Inf|NaN|Float(32|64)(from)?bits|Nextafter(32)?|Copysign|Signbit|[Mm]ax|[Mm]in)\(SB\)$'
 
