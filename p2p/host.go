@@ -98,6 +98,9 @@ func (h *Host) start() error {
 		if _, err := register(h.cfg.Registerer, newTopicCollector(h)); err != nil {
 			return err
 		}
+		if _, err := register(h.cfg.Registerer, newHostCollector(h)); err != nil {
+			return err
+		}
 	}
 	if err := h.startGossip(); err != nil {
 		return err

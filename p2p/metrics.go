@@ -63,3 +63,38 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 
 func (m *metrics) published(kind string) { m.pub.WithLabelValues(kind).Inc() }
 func (m *metrics) received(kind string)  { m.recv.WithLabelValues(kind).Inc() }
+
+// hostCollector exports the host's connected peers, its DHT routing table size and its
+// wire bytes (every protocol, as Bandwidth counts them), read when scraped.
+type hostCollector struct {
+	h                       *Host
+	peers, table, sent, rcv *prometheus.Desc
+}
+
+func newHostCollector(h *Host) *hostCollector {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName("lowband", "p2p", name), help, nil, nil)
+	}
+	return &hostCollector{
+		h:     h,
+		peers: desc("peers", "Peers this host is connected to."),
+		table: desc("routing_table_peers", "Peers in this host's DHT routing table."),
+		sent:  desc("wire_sent_bytes_total", "Bytes this host sent on every protocol and connection."),
+		rcv:   desc("wire_received_bytes_total", "Bytes this host received on every protocol and connection."),
+	}
+}
+
+func (c *hostCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.peers
+	ch <- c.table
+	ch <- c.sent
+	ch <- c.rcv
+}
+
+func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
+	sent, rcv := c.h.Bandwidth()
+	ch <- prometheus.MustNewConstMetric(c.peers, prometheus.GaugeValue, float64(len(c.h.h.Network().Peers())))
+	ch <- prometheus.MustNewConstMetric(c.table, prometheus.GaugeValue, float64(c.h.RoutingTableSize()))
+	ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(sent))
+	ch <- prometheus.MustNewConstMetric(c.rcv, prometheus.CounterValue, float64(rcv))
+}
