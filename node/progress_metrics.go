@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lowband/lowband/node/core"
 )
 
 // progressMetrics are the Prometheus metrics of the node's rounds.
@@ -27,9 +29,12 @@ func newProgressMetrics(reg prometheus.Registerer, g gauges) (*progressMetrics, 
 		loss:         prometheus.NewGauge(prometheus.GaugeOpts(opts("loss", "Held-out loss of the model after the last scored round."))),
 		included:     prometheus.NewCounter(prometheus.CounterOpts(opts("contributions_included_total", "Contributions aggregated, summed over closed rounds."))),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts(opts("contributions_rejected_total",
-			"Contributions left out at close, by reason (incomplete, jailed, weight, decode, cap).")), []string{"reason"}),
+			"Contributions left out at close, by reason (incomplete, jailed, weight, decode, cap, equivocation).")), []string{"reason"}),
 		contribution: prometheus.NewCounter(prometheus.CounterOpts(opts("contribution_bytes_total", "Bytes of this node's own signed shards."))),
 		stall:        prometheus.NewCounter(prometheus.CounterOpts(opts("stall_seconds_total", "Seconds local work waited for a round to close."))),
+	}
+	for _, r := range rejectReasons {
+		m.rejected.WithLabelValues(r) // served at 0 until the first rejection
 	}
 	node := func(name, help string) prometheus.GaugeOpts {
 		return prometheus.GaugeOpts{Namespace: "lowband", Subsystem: "node", Name: name, Help: help}
@@ -46,6 +51,10 @@ func newProgressMetrics(reg prometheus.Registerer, g gauges) (*progressMetrics, 
 	}
 	return m, nil
 }
+
+// rejectReasons are the reasons core gives for leaving a contribution out of a round.
+var rejectReasons = []string{core.ReasonIncomplete, core.ReasonJailed, core.ReasonWeight,
+	core.ReasonDecode, core.ReasonCap, core.ReasonEquivocation}
 
 func (m *progressMetrics) closed(r RoundStatus) {
 	m.closedRounds.Inc()

@@ -76,3 +76,19 @@ func gathered(t *testing.T, reg *prometheus.Registry, name, label string) float6
 	t.Fatalf("no metric %s{%s}", name, label)
 	return 0
 }
+
+// TestRejectionReasonsServedAtZeroBeforeAnyRejection: every reason a contribution can be
+// rejected for is on /metrics from the start, at 0, so that a dashboard's rate of
+// rejections is 0, not "no data", on a node that has rejected nothing.
+func TestRejectionReasonsServedAtZeroBeforeAnyRejection(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	g := gauges{verifyCPU: func() time.Duration { return 0 }, inbox: func() int { return 0 }, stash: func() int { return 0 }}
+	if _, err := newProgressMetrics(reg, g); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"incomplete", "jailed", "weight", "decode", "cap", "equivocation"} {
+		if got := gathered(t, reg, "lowband_round_contributions_rejected_total", r); got != 0 {
+			t.Errorf("rejected %s = %v before any round", r, got)
+		}
+	}
+}
