@@ -10,8 +10,8 @@ import (
 // Profiles a home directory can be created from.
 const (
 	ProfileLocal     = "local"     // a swarm on one machine: loopback, DHT server, no colocation penalty
-	ProfilePublic    = "public"    // a contributor on the internet: all interfaces, DHT auto mode
-	ProfileBootstrap = "bootstrap" // a bootstrap node: fixed port, DHT server, no training
+	ProfilePublic    = "public"    // a contributor on the internet: all interfaces, DHT auto mode, public addresses only
+	ProfileBootstrap = "bootstrap" // a bootstrap node: fixed port, DHT server, no training, public addresses only
 )
 
 // Profiles lists the profile names in a stable order.
@@ -48,6 +48,9 @@ type P2PConfig struct {
 	// ColocationPenalty keeps gossipsub's IP-colocation penalty. Local swarms share
 	// 127.0.0.1 and turn it off.
 	ColocationPenalty bool `toml:"colocation_penalty" comment:"penalise many peers on one IP (off for local swarms on 127.0.0.1)"`
+	// PublicOnly announces and keeps in the DHT only addresses others can dial over the
+	// internet. On for the public and bootstrap profiles; off on a LAN or loopback.
+	PublicOnly bool `toml:"public_only" comment:"announce and keep in the DHT only public addresses: no loopback, private or link-local ones (announce addresses are kept as given); off for a LAN"`
 }
 
 // APIConfig is the local HTTP API.
@@ -80,10 +83,12 @@ func Default(profile string) (*Config, error) {
 		c.P2P.ColocationPenalty = false
 	case ProfilePublic:
 		c.P2P.Listen = []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}
+		c.P2P.PublicOnly = true
 	case ProfileBootstrap:
 		c.Role = RoleBootstrap
 		c.P2P.Listen = []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}
 		c.P2P.DHTMode = "server"
+		c.P2P.PublicOnly = true // its addresses go into network specs; on a LAN set it false
 		c.P2P.ConnLow, c.P2P.ConnHigh = 256, 1024
 	default:
 		return nil, fmt.Errorf("unknown profile %q (want one of %v)", profile, Profiles)

@@ -205,3 +205,18 @@ func TestInitRejectsBadSpec(t *testing.T) {
 		t.Error("failed init left a home directory behind")
 	}
 }
+
+// TestInternetProfilesAnnounceOnlyPublicAddrs: the profiles meant for the internet
+// (public, bootstrap) announce only public addresses; the local one, on 127.0.0.1,
+// keeps its loopback addresses or its swarm could not find itself.
+func TestInternetProfilesAnnounceOnlyPublicAddrs(t *testing.T) {
+	for p, want := range map[string]bool{ProfilePublic: true, ProfileBootstrap: true, ProfileLocal: false} {
+		c, err := Default(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.P2P.PublicOnly != want {
+			t.Errorf("profile %s: p2p.public_only = %v, want %v", p, c.P2P.PublicOnly, want)
+		}
+	}
+}

@@ -151,6 +151,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		Identity:          key,
 		Listen:            c.P2P.Listen,
 		Announce:          c.P2P.Announce,
+		PublicOnly:        c.P2P.PublicOnly,
 		Network:           s.NetworkID(),
 		Run:               s.Run,
 		Bootstrap:         boot,

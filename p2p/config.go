@@ -24,6 +24,12 @@ type Config struct {
 	Identity crypto.PrivKey // the host's key (Ed25519); required
 	Listen   []string       // multiaddrs to listen on; required
 	Announce []string       // multiaddrs to announce instead of the listen addresses; empty = listen addresses
+	// PublicOnly keeps every address others cannot dial over the internet (loopback,
+	// private, link-local, unspecified) out of what the host announces (Addrs, identify,
+	// its signed peer record, DHT records), drops such addresses from what the DHT learns
+	// of others, and admits to the routing table only peers with a public address, as
+	// kad-dht's public (WAN) filters do. Announce addresses are announced as given.
+	PublicOnly bool
 
 	Network string // network ID (from the network spec's hash); required
 	Run     string // run ID; required

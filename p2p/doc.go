@@ -50,5 +50,14 @@
 // -1000 or less stops gossip with a peer, -4000 or less graylists it. The
 // IP-colocation penalty is on only when Config.ColocationPenalty is set.
 //
+// # Addresses
+//
+// With Config.PublicOnly the host announces (Addrs, identify, its signed peer
+// record, its DHT provider records) only addresses others can dial over the
+// internet: no loopback, private, link-local or unspecified IP. Its DHT drops such
+// addresses from what it learns of others and takes into its routing table only
+// peers with a public address, as kad-dht's public filters do. Config.Announce
+// addresses are announced as given.
+//
 // All methods of Host are safe for concurrent use.
 package p2p

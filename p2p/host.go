@@ -83,7 +83,13 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 
 func (h *Host) start() error {
 	mode := map[string]dht.ModeOpt{DHTServer: dht.ModeServer, DHTClient: dht.ModeClient, DHTAuto: dht.ModeAutoServer}[h.cfg.DHTMode]
-	d, err := dht.New(h.ctx, h.h, dht.ProtocolPrefix(DHTPrefix(h.cfg.Network)), dht.Mode(mode))
+	announce, err := parseAddrs(h.cfg.Announce)
+	if err != nil {
+		return fmt.Errorf("announce address: %w", err)
+	}
+	opts := append([]dht.Option{dht.ProtocolPrefix(DHTPrefix(h.cfg.Network)), dht.Mode(mode)},
+		dhtAddrOptions(announce, h.cfg.PublicOnly)...)
+	d, err := dht.New(h.ctx, h.h, opts...)
 	if err != nil {
 		return fmt.Errorf("starting DHT: %w", err)
 	}
@@ -140,9 +146,15 @@ func (h *Host) Close() error {
 func (h *Host) ID() peer.ID { return h.h.ID() }
 
 // Addrs are the host's dialable addresses (announce addresses if configured,
-// else listen addresses), each ending in /p2p/<id>. The slice is the caller's.
+// else listen addresses, only public ones with Config.PublicOnly), each ending in
+// /p2p/<id>; none (not a bare /p2p/<id>) when it announces none. The slice is the
+// caller's.
 func (h *Host) Addrs() []ma.Multiaddr {
-	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.h.ID(), Addrs: h.h.Addrs()})
+	own := h.h.Addrs()
+	if len(own) == 0 {
+		return nil
+	}
+	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.h.ID(), Addrs: own})
 	if err != nil {
 		return nil
 	}

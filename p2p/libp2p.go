@@ -51,8 +51,8 @@ func newLibp2p(cfg *Config, bw lpmetrics.Reporter) (host.Host, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.BandwidthReporter(bw),
 	}
-	if len(announce) > 0 {
-		opts = append(opts, libp2p.AddrsFactory(func([]ma.Multiaddr) []ma.Multiaddr { return announce }))
+	if f := addrsFactory(announce, cfg.PublicOnly); f != nil {
+		opts = append(opts, libp2p.AddrsFactory(f))
 	}
 	if cfg.DHTMode == DHTServer && !allLoopback(listen) {
 		// Public DHT servers answer the reachability probes that let auto-mode peers
