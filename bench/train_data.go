@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node"
 	"github.com/lowband/lowband/training"
 )
 
@@ -134,26 +134,13 @@ func loadCharLM(opt TrainOptions) (*task, error) {
 }
 
 func loadFMNIST(opt TrainOptions) (*task, error) {
-	open := func(name string) (*training.ImageData, error) {
-		im, err := os.Open(filepath.Join(opt.FMNISTDir, name+"-images-idx3-ubyte.gz"))
-		if err != nil {
-			return nil, fmt.Errorf("bench train: %w (install dataset-fashion-mnist or pass --fmnist-dir)", err)
-		}
-		defer im.Close()
-		lb, err := os.Open(filepath.Join(opt.FMNISTDir, name+"-labels-idx1-ubyte.gz"))
-		if err != nil {
-			return nil, fmt.Errorf("bench train: %w", err)
-		}
-		defer lb.Close()
-		return training.NewImageData(im, lb, 10)
-	}
-	train, err := open("train")
+	train, err := node.LoadFMNIST(opt.FMNISTDir, "train")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench train: %w (install dataset-fashion-mnist or pass --fmnist-dir)", err)
 	}
-	test, err := open("t10k")
+	test, err := node.LoadFMNIST(opt.FMNISTDir, "t10k")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench train: %w", err)
 	}
 	return &task{
 		train: train, accuracy: true,

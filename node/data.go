@@ -84,28 +84,31 @@ func loadFMNIST(dir string) (*taskData, error) {
 	if dir == "" {
 		dir = configs.DefaultFMNISTDir
 	}
-	open := func(name string) (*training.ImageData, error) {
-		im, err := os.Open(filepath.Join(dir, name+"-images-idx3-ubyte.gz"))
-		if err != nil {
-			return nil, fmt.Errorf("%w: fmnist: %w (install dataset-fashion-mnist or set training.data)", ErrNoData, err)
-		}
-		defer im.Close()
-		lb, err := os.Open(filepath.Join(dir, name+"-labels-idx1-ubyte.gz"))
-		if err != nil {
-			return nil, fmt.Errorf("%w: fmnist: %w", ErrNoData, err)
-		}
-		defer lb.Close()
-		return training.NewImageData(im, lb, FMNISTClasses)
-	}
-	train, err := open("train")
+	train, err := LoadFMNIST(dir, "train")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (install dataset-fashion-mnist or set training.data)", err)
 	}
-	test, err := open("t10k")
+	test, err := LoadFMNIST(dir, "t10k")
 	if err != nil {
 		return nil, err
 	}
 	return &taskData{train: train, eval: test.Batch(evalIndex(test.Len(), 0))}, nil
+}
+
+// LoadFMNIST reads one split ("train" or "t10k") of Fashion-MNIST from the directory of its
+// gzipped IDX files. A missing file is ErrNoData.
+func LoadFMNIST(dir, split string) (*training.ImageData, error) {
+	im, err := os.Open(filepath.Join(dir, split+"-images-idx3-ubyte.gz"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: fmnist: %w", ErrNoData, err)
+	}
+	defer im.Close()
+	lb, err := os.Open(filepath.Join(dir, split+"-labels-idx1-ubyte.gz"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: fmnist: %w", ErrNoData, err)
+	}
+	defer lb.Close()
+	return training.NewImageData(im, lb, FMNISTClasses)
 }
 
 // loadSynthetic draws the synthetic task from the spec's seed: syntheticSamples to train
