@@ -250,9 +250,11 @@ type fullChecks struct {
 	async    chan struct{}
 	wants    chan struct{}
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	life    sync.Mutex // guards stopped and wg.Add against close
+	stopped bool
 
 	mu       sync.Mutex
 	pending  map[[32]byte]bool           // bundles being fetched
@@ -318,6 +320,9 @@ func (f *fullChecks) verifySeconds() float64 { return f.spent.seconds() }
 
 // close stops the fetches and publications in flight and waits for them.
 func (f *fullChecks) close() {
+	f.life.Lock()
+	f.stopped = true
+	f.life.Unlock()
 	f.cancel()
 	f.wg.Wait()
 }

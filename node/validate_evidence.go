@@ -128,7 +128,16 @@ func (f *fullChecks) goIn(pool chan struct{}, fn func(ctx context.Context)) bool
 	default:
 		return false
 	}
+	// Validators run until the host stops, which is after close: under the lock, nothing
+	// starts once close began, and the wait group is never added to while close waits.
+	f.life.Lock()
+	if f.stopped {
+		f.life.Unlock()
+		<-pool
+		return false
+	}
 	f.wg.Add(1)
+	f.life.Unlock()
 	go func() {
 		defer func() { <-pool; f.wg.Done() }()
 		fn(f.ctx)
