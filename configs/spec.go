@@ -31,6 +31,7 @@ type Spec struct {
 	Incentives IncentivesSpec `toml:"incentives" cbor:"12,keyasint"`
 	Time       TimeSpec       `toml:"time" cbor:"13,keyasint"`
 	Round      RoundSpec      `toml:"round" cbor:"14,keyasint"`
+	Agreement  AgreementSpec  `toml:"agreement" cbor:"15,keyasint"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -65,6 +66,9 @@ func (s *Spec) Validate() error {
 	}
 	if err := s.Round.validate(); err != nil {
 		return prefixKey("round", err)
+	}
+	if err := s.Agreement.validate(); err != nil {
+		return prefixKey("agreement", err)
 	}
 	return nil
 }
