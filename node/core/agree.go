@@ -65,15 +65,14 @@ type agreement struct {
 
 // closedRound is one closed round inside the repair window: what closing it again needs.
 type closedRound struct {
-	pre      round.State       // the model state before the close (pre.Round is the round)
-	ledger   *incentives.State // the ledger in force at its start
-	held     map[string]*heldContribution
-	record   *incentives.Record // this node's committed record (after repairs)
-	own      *incentives.Record // the record this node published: its vote
-	vote     Message            // and the message that carried it
-	basis    [32]byte           // fingerprint of the list the state was last closed from
-	fetched  map[string]*verify.Shard
-	evidence []incentives.Evidence // evidence pending when the round closed live
+	pre     round.State       // the model state before the close (pre.Round is the round)
+	ledger  *incentives.State // the ledger in force at its start
+	held    map[string]*heldContribution
+	record  *incentives.Record       // this node's committed record (after repairs)
+	own     *incentives.Record       // the record this node published: its vote
+	vote    Message                  // and the message that carried it
+	basis   [32]byte                 // fingerprint of the list the state was last closed from
+	fetched map[string]*verify.Shard // of entries a repair waits for, by CID
 }
 
 // heldContribution is a contribution this node holds for a closed round, with the CIDs of
@@ -301,12 +300,12 @@ func (c *Core) Agreement() Agreement {
 }
 
 // keepClosed remembers what closing round r again needs: the state before the close, the
-// ledger in force at its start, every complete contribution held (own included), the
-// evidence pending, and this node's record; and forgets rounds that left the window.
-func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, evidence []incentives.Evidence, rec *incentives.Record, vote Message) {
+// ledger in force at its start, every complete contribution held (own included) and this
+// node's record with the message that carried it; and forgets rounds that left the window.
+func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec *incentives.Record, vote Message) {
 	cr := &closedRound{
 		pre: pre, ledger: led, held: map[string]*heldContribution{}, record: rec, own: rec, vote: vote,
-		basis: fingerprint(rec.Contributions, rec.Evidence), evidence: evidence,
+		basis: fingerprint(rec.Contributions, rec.Evidence),
 	}
 	if ri := c.rounds[r]; ri != nil {
 		for p, a := range ri.peers {

@@ -354,3 +354,28 @@ func TestAgreementHostileRecords(t *testing.T) {
 		t.Fatalf("waiting on a ghost: %+v; want the old root, not agreeing, waiting for 1 CID", ag)
 	}
 }
+
+// A node that closes a round after the others' records for it arrived closes it with the
+// list they decide at once: its commit and summary are the canonical ones, with no repair.
+func TestAgreementLateCloserSettlesAtClose(t *testing.T) {
+	s := newSwarm(t, 6, ledgerParams(), four, []uint64{100, 100, 100, 100})
+	a, b, c, d := s.node("a"), s.node("b"), s.node("c"), s.node("d")
+	s.drop = anyOf(dropShards(0, c, a, b), dropShards(0, a, c, d))
+	s.start()
+	s.step(everyone)
+	s.step(func(n *node) bool { return n != d }) // d's local work of round 1 is late
+	s.tick(s.now.Add(deadlineConfig.Max))
+	if len(d.sums) != 0 || len(a.sums) != 1 {
+		t.Fatalf("d closed %d rounds, a %d; want 0 and 1", len(d.sums), len(a.sums))
+	}
+	s.step(func(n *node) bool { return n == d })
+	s.tick(s.now.Add(deadlineConfig.Max))
+	agreeAll(t, s.nodes)
+	want := ids(b, d)
+	if len(d.sums) != 1 || !slices.Equal(d.sums[0].Included, want) || len(d.repairs) != 0 || d.core.Agreement().Repairs != 0 {
+		t.Fatalf("d closed with %v after %d repairs, want %v at once", d.sums[0].Included, len(d.repairs), want)
+	}
+	if d.sums[0].StateRoot != d.core.Agreement().Root || d.sums[0].ModelRoot != d.core.ModelRoot() {
+		t.Fatal("d's summary does not describe the state it holds")
+	}
+}

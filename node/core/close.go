@@ -87,7 +87,7 @@ type powerSum struct {
 // r again needs, and settles r at once when the records already seen for it give another
 // list.
 func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
-	pre, preLedger, evidence := c.m.State(), c.ledger, slices.Clone(c.pending)
+	pre, preLedger := c.m.State(), c.ledger
 	weights, rejected := c.weights(r)
 	mr, err := c.m.CloseWith(r, weights)
 	if err != nil {
@@ -115,7 +115,7 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	rd.Publish = append(rd.Publish, msg)
 	c.summarise(now, r, mr, closed, rejected, &rd)
 	c.nextClose = r + 1
-	c.keepClosed(r, pre, preLedger, evidence, closed.Record, msg)
+	c.keepClosed(r, pre, preLedger, closed.Record, msg)
 	delete(c.rounds, r)
 	delete(c.own, r)
 	if err := c.settle(r, &rd); err != nil {
