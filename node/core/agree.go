@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/lowband/lowband/incentives"
@@ -18,9 +17,22 @@ import (
 // DefaultDepth is how many closed rounds stay open to repair when Config.Depth is 0.
 const DefaultDepth = 3
 
-// ErrRecord is returned (wrapped) by Record for a signed record of another network or run,
-// or one whose inner record is missing: no validator passes those.
-var ErrRecord = errors.New("core: record out of form")
+// Record's refusals. Each means the record changed nothing; they give the caller a reason
+// to log and count.
+var (
+	// ErrRecord: a signed record of another network or run, or with no inner record: no
+	// validator passes those.
+	ErrRecord = errors.New("core: record out of form")
+	// ErrRecordWindow: a record of a round before View.RepairFrom or past the round after
+	// the next to close.
+	ErrRecordWindow = errors.New("core: record outside the repair window")
+	// ErrRecordNoPower: a record of a signer with no voting power in the ledger in force at
+	// the start of its round.
+	ErrRecordNoPower = errors.New("core: record of a signer without voting power")
+	// ErrRecordDuplicate: a second, different record of one signer for one round; the
+	// first stands.
+	ErrRecordDuplicate = errors.New("core: second record of a signer for a round")
+)
 
 // Repair replaces closed rounds by what their canonical inclusion lists give. The caller
 // persists it before anything else in the Ready (the Commit, if any, follows it).
@@ -56,6 +68,7 @@ type Agreement struct {
 type agreement struct {
 	closed     map[uint64]*closedRound                  // rounds inside the repair window
 	votes      map[uint64]map[string]*incentives.Record // round -> signer -> its first record
+	tallies    map[uint64]*tally                        // of votes, by round
 	wait       *waiting                                 // a repair waiting for shards
 	repairs    int
 	duplicates int
@@ -84,7 +97,7 @@ type heldContribution struct {
 }
 
 func newAgreement() *agreement {
-	return &agreement{closed: map[uint64]*closedRound{}, votes: map[uint64]map[string]*incentives.Record{}}
+	return &agreement{closed: map[uint64]*closedRound{}, votes: map[uint64]map[string]*incentives.Record{}, tallies: map[uint64]*tally{}}
 }
 
 // repairFrom is the oldest round open to repair: rounds closed at most Depth ago.
@@ -128,10 +141,12 @@ func fingerprint(list []incentives.Contribution, evidence []incentives.Evidence)
 
 // Record takes a signed record whose form and signature the validator checked. It keeps
 // the first record of each signer with voting power for each round from RepairFrom to the
-// round after the next to close (later ones, second ones and those of signers without power
-// change nothing), and when the record is for a closed round, decides that round's list
-// again: a Ready.Repair when the canonical lists now give other states and this node holds
-// what they need, a Ready.Fetch (by CID) when it does not.
+// round after the next to close, and when the record is for a closed round, decides that
+// round's list again: a Ready.Repair when the canonical lists now give other states and
+// this node holds what they need, a Ready.Fetch (by CID) when it does not. Records outside
+// those rounds (ErrRecordWindow), of signers without power (ErrRecordNoPower) and second
+// ones (ErrRecordDuplicate) change nothing; this node's own and a record it holds already
+// are ignored. Any other error is a repair that failed.
 func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentives.Record) (Ready, error) {
 	if sr == nil || rec == nil {
 		return Ready{}, fmt.Errorf("%w: nil", ErrRecord)
@@ -140,11 +155,14 @@ func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentive
 		return Ready{}, fmt.Errorf("%w: network %q run %q", ErrRecord, sr.Network, sr.Run)
 	}
 	r := rec.Round
-	if sr.Signer == c.cfg.Self || r < c.repairFrom() || r > c.nextClose+1 {
+	if sr.Signer == c.cfg.Self { // this node's own, back from gossip
 		return Ready{}, nil
 	}
+	if r < c.repairFrom() || r > c.nextClose+1 {
+		return Ready{}, fmt.Errorf("%w: round %d, open to repair %d-%d", ErrRecordWindow, r, c.repairFrom(), c.nextClose+1)
+	}
 	if c.ledgerAt(r).Power(sr.Signer) == 0 {
-		return Ready{}, nil
+		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordNoPower, sr.Signer, r)
 	}
 	vs := c.agree.votes[r]
 	if vs == nil {
@@ -152,12 +170,16 @@ func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentive
 		c.agree.votes[r] = vs
 	}
 	if old, ok := vs[sr.Signer]; ok {
-		if !bytes.Equal(old.Marshal(), rec.Marshal()) {
-			c.agree.duplicates++
+		if bytes.Equal(old.Marshal(), rec.Marshal()) {
+			return Ready{}, nil // the same record again (resent)
 		}
-		return Ready{}, nil
+		c.agree.duplicates++
+		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordDuplicate, sr.Signer, r)
 	}
 	vs[sr.Signer] = rec
+	if t := c.agree.tallies[r]; t != nil {
+		t.add(sr.Signer, rec)
+	}
 	resend := c.resend(rec)
 	if r >= c.nextClose {
 		return Ready{Publish: resend}, nil // used when the round closes
@@ -208,65 +230,14 @@ func (c *Core) ledgerAt(r uint64) *incentives.State {
 // weight seen, this node's own record. quorum reports whether the records seen carry more
 // than half of led's total voting power.
 func (c *Core) decide(r uint64, led *incentives.State) (list []incentives.Contribution, evidence []incentives.Evidence, quorum bool) {
-	var total uint64
-	entries := map[string]uint64{}
-	items := map[incentives.ID]uint64{}
-	byKey := map[string]incentives.Contribution{}
-	byID := map[incentives.ID]incentives.Evidence{}
-	for signer, rec := range c.agree.votes[r] { // integer sums: the order does not matter
-		p := led.Power(signer)
-		if p == 0 {
-			continue
-		}
-		total = addSat(total, p)
-		for _, e := range rec.Contributions {
-			k := entryKey(e.Peer, e.Shards)
-			entries[k], byKey[k] = addSat(entries[k], p), e
-		}
-		for _, e := range rec.Evidence {
-			id := e.ID()
-			items[id], byID[id] = addSat(items[id], p), e
-		}
-	}
-	if total == 0 {
+	t := c.tallyOf(r, led)
+	if t.total == 0 {
 		own := c.agree.closed[r].own
 		return own.Contributions, own.Evidence, false
 	}
-	for k, w := range entries {
-		if w > total-w {
-			list = append(list, byKey[k])
-		}
-	}
-	slices.SortFunc(list, func(a, b incentives.Contribution) int { return cmpString(a.Peer, b.Peer) })
-	ids := make([]incentives.ID, 0, len(items))
-	for id, w := range items {
-		if w > total-w {
-			ids = append(ids, id)
-		}
-	}
-	slices.SortFunc(ids, func(a, b incentives.ID) int { return bytes.Compare(a[:], b[:]) })
-	for _, id := range ids {
-		evidence = append(evidence, byID[id])
-	}
+	list, evidence = t.canonical()
 	all := led.TotalPower()
-	return list, evidence, total > all-total
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func addSat(a, b uint64) uint64 {
-	if a+b < a {
-		return ^uint64(0)
-	}
-	return a + b
+	return list, evidence, t.total > all-t.total
 }
 
 // Agreement returns where this node stands, for /status.
@@ -322,6 +293,9 @@ func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec 
 		c.agree.votes[r] = map[string]*incentives.Record{}
 	}
 	c.agree.votes[r][c.cfg.Self] = rec
+	if t := c.agree.tallies[r]; t != nil {
+		t.add(c.cfg.Self, rec)
+	}
 	from := c.repairFrom() // r+1 is the next to close by now
 	for u := range c.agree.closed {
 		if u < from {
@@ -331,6 +305,7 @@ func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec 
 	for u := range c.agree.votes {
 		if u < from {
 			delete(c.agree.votes, u)
+			delete(c.agree.tallies, u)
 		}
 	}
 	if w := c.agree.wait; w != nil && w.from < from {

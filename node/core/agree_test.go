@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -290,7 +291,7 @@ func forge(t *testing.T, name string, rec *incentives.Record, edit func(*incenti
 // signer without voting power, a second record of one signer; and one listing a
 // contribution nobody serves leaves the node on its state, waiting.
 func TestAgreementHostileRecords(t *testing.T) {
-	x, z := incentivestest.PeerID("x"), incentivestest.PeerID("z")
+	x := incentivestest.PeerID("x")
 	s := newSwarmWith(t, 5, ledgerParams(), four, []uint64{100, 100, 100, 100}, []incentives.Stake{{Peer: x, Amount: 1000}})
 	s.start()
 	for range 5 { // rounds 0..3 close (at the deadline: x never sends)
@@ -317,19 +318,22 @@ func TestAgreementHostileRecords(t *testing.T) {
 		signer string
 		round  uint64
 		edit   func(*incentives.Record)
+		want   error
 	}{
-		{"outside the window (x's 1000 would decide it)", "x", 0, onlyA},
-		{"no voting power", "z", 1, onlyA},
-		{"x's first record of round 1, the list everyone has", "x", 1, same},
-		{"x's second record of round 1", "x", 1, onlyA},
+		{"outside the window (x's 1000 would decide it)", "x", 0, onlyA, core.ErrRecordWindow},
+		{"far in the future", "x", 9, same, core.ErrRecordWindow},
+		{"no voting power", "z", 1, onlyA, core.ErrRecordNoPower},
+		{"x's first record of round 1, the list everyone has", "x", 1, same, nil},
+		{"x's first record of round 1 again", "x", 1, same, nil},
+		{"x's second record of round 1", "x", 1, onlyA, core.ErrRecordDuplicate},
 	}
 	for _, st := range steps {
-		sr, rec := forge(t, st.signer, recs[st.round], st.edit)
+		sr, rec := forge(t, st.signer, recs[min(st.round, 3)], func(r *incentives.Record) { r.Round = st.round; st.edit(r) })
 		rd, err := a.core.Record(s.now, sr, rec)
-		if err != nil || rd.Repair != nil || rd.Fetch != nil || rd.Commit != nil {
-			t.Fatalf("%s: %v, repair %v, fetch %v", st.name, err, rd.Repair, rd.Fetch)
+		if !errors.Is(err, st.want) || (st.want == nil) != (err == nil) || rd.Repair != nil || rd.Fetch != nil || rd.Commit != nil {
+			t.Fatalf("%s: %v (want %v), repair %v, fetch %v", st.name, err, st.want, rd.Repair, rd.Fetch)
 		}
-		s.handle(a, rd, err)
+		s.handle(a, rd, nil)
 		s.flush()
 		if got := agreeAll(t, s.nodes); got != root {
 			t.Fatalf("%s moved the root", st.name)
@@ -338,7 +342,6 @@ func TestAgreementHostileRecords(t *testing.T) {
 	if d := a.core.Agreement().Duplicates; d != 1 {
 		t.Fatalf("%d duplicates counted, want 1", d)
 	}
-	_ = z
 
 	// x (more than half of the power) lists a contribution nobody has.
 	ghost := incentives.Contribution{Peer: incentivestest.PeerID("y"), Shards: [][]byte{verify.PayloadCID([]byte("nobody serves this"))}}

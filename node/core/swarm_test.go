@@ -3,6 +3,7 @@ package core_test
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -72,6 +73,7 @@ type node struct {
 	fetch    []core.Want
 	silent   bool // publishes nothing
 	repairs  []*core.Repair
+	refused  int // records Record refused
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
 }
@@ -256,6 +258,10 @@ func (s *swarm) deliver(d delivery) {
 			s.t.Fatal(err)
 		}
 		rd, err := c.Record(s.now, sr, rec)
+		if errors.Is(err, core.ErrRecordWindow) || errors.Is(err, core.ErrRecordNoPower) || errors.Is(err, core.ErrRecordDuplicate) {
+			d.to.refused++ // the loop logs and counts these
+			err = nil
+		}
 		s.handle(d.to, rd, err)
 	}
 }
