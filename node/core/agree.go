@@ -250,7 +250,7 @@ func (c *Core) Agreement() Agreement {
 	a.Head = c.nextClose - 1
 	copy(a.Root[:], c.ledger.Head)
 	if w := c.agree.wait; w != nil {
-		a.Waiting = len(w.cids)
+		a.Waiting = w.need
 	}
 	for r := c.nextClose; r > c.repairFrom(); r-- {
 		u := r - 1

@@ -382,3 +382,38 @@ func TestAgreementLateCloserSettlesAtClose(t *testing.T) {
 		t.Fatal("d's summary does not describe the state it holds")
 	}
 }
+
+// When a repair stops at a round for a contribution it lacks, the node asks at once for
+// what the later rounds' lists miss too: one answer to what it asked brings it to the
+// canonical state, not one round trip per round.
+func TestAgreementFetchesLaterRoundsAhead(t *testing.T) {
+	s := newSwarm(t, 7, ledgerParams(), six, []uint64{100, 100, 100, 100, 100, 100})
+	var drops []func(delivery) bool
+	for i, n := range s.nodes {
+		drops = append(drops, dropShards(0, s.nodes[(i+1)%6], n), dropShards(1, s.nodes[(i+1)%6], n))
+	}
+	records := func(d delivery) bool { return d.msg.Kind == core.KindRecords }
+	s.drop = anyOf(append(drops, records)...)
+	s.start()
+	s.step(everyone)
+	s.step(everyone)
+	s.tick(s.now.Add(deadlineConfig.Max)) // round 0 closes, each node missing one
+	s.step(everyone)
+	s.tick(s.now.Add(deadlineConfig.Max)) // round 1 too; no record has gone anywhere
+	s.drop, s.manual = nil, true
+	for _, r := range []int{0, 1} {
+		for _, from := range s.nodes {
+			for _, to := range s.nodes {
+				if to != from {
+					s.send(delivery{from: from, to: to, msg: core.Message{Kind: core.KindRecords, Data: s.records[from.id][r]}})
+				}
+			}
+		}
+	}
+	s.flush()
+	for _, n := range s.nodes { // one answer to everything asked so far
+		s.serve(n, n.fetch)
+	}
+	s.flush()
+	agreeAll(t, s.nodes)
+}

@@ -2,7 +2,9 @@ package core
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/lowband/lowband/incentives"
@@ -11,17 +13,24 @@ import (
 	"github.com/lowband/lowband/verify"
 )
 
-// waiting is a repair that needs shards this node does not hold: by payload CID, the
-// round and entry each completes.
+// waiting is a repair that needs shards this node does not hold: by round and payload CID
+// (wantKey), the entry each completes.
 type waiting struct {
-	from uint64              // replay from this round once they are in
-	cids map[string]wantedAt // by CID
+	from uint64              // replay from this round once the needed ones are in
+	cids map[string]wantedAt // by wantKey
+	need int                 // how many of cids the replay needs (the others are fetched ahead)
 }
 
 type wantedAt struct {
 	round uint64
 	peer  string
 	cids  [][]byte // the entry's CIDs, sorted
+	need  bool     // the replay stopped for it; else fetched ahead for a later round
+}
+
+// wantKey names a wanted shard: its round (8 bytes, big-endian) and payload CID.
+func wantKey(r uint64, cid []byte) string {
+	return string(binary.BigEndian.AppendUint64(nil, r)) + string(cid)
 }
 
 // redo is one round closed again.
@@ -43,7 +52,7 @@ func (c *Core) reconcile(from uint64) (Ready, error) {
 		return Ready{}, err
 	}
 	if len(missing) > 0 {
-		return Ready{Fetch: c.await(from, missing)}, nil
+		return Ready{Fetch: c.await(from, append(missing, c.ahead(missing[0].round)...))}, nil
 	}
 	c.agree.wait = nil
 	if len(redos) == 0 {
@@ -87,12 +96,30 @@ func (c *Core) replay(from uint64) ([]redo, []wantedAt, error) {
 	return redos, nil, nil
 }
 
+// ahead lists, for the closed rounds after r, the entries their lists decided by the
+// ledgers this node holds now miss: a repair of r changes those ledgers only a little, so
+// these are most likely what the replay needs next; fetching them with r's saves a round
+// trip per round.
+func (c *Core) ahead(r uint64) []wantedAt {
+	var out []wantedAt
+	for u := r + 1; u < c.nextClose; u++ {
+		if cr := c.agree.closed[u]; cr != nil {
+			list, _, _ := c.decide(u, cr.ledger)
+			for _, m := range cr.missing(u, list) {
+				m.need = false
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
 // missing lists the entries of list this node holds no contribution for.
 func (cr *closedRound) missing(r uint64, list []incentives.Contribution) []wantedAt {
 	var out []wantedAt
 	for _, e := range list {
 		if cr.held[entryKey(e.Peer, e.Shards)] == nil {
-			out = append(out, wantedAt{round: r, peer: e.Peer, cids: e.Shards})
+			out = append(out, wantedAt{round: r, peer: e.Peer, cids: e.Shards, need: true})
 		}
 	}
 	return out
@@ -167,21 +194,45 @@ func (c *Core) apply(redos []redo) (*Repair, error) {
 }
 
 // await records what a repair waits for and returns the wants of the CIDs not held, the
-// entry's peer first.
+// entry's peer first; those the repair waited for already are in flight and not asked for
+// again (each live close asks again for what is still missing).
 func (c *Core) await(from uint64, missing []wantedAt) []Want {
+	old := c.agree.wait
 	w := &waiting{from: from, cids: map[string]wantedAt{}}
 	var out []Want
 	for _, m := range missing {
 		cr := c.agree.closed[m.round]
 		for _, cid := range m.cids {
-			if cr.fetched[string(cid)] != nil {
+			k := wantKey(m.round, cid)
+			if _, dup := w.cids[k]; dup || cr.fetched[string(cid)] != nil {
 				continue
 			}
-			w.cids[string(cid)] = m
-			out = append(out, Want{Round: m.round, Peer: m.peer, CID: bytes.Clone(cid)})
+			w.cids[k] = m
+			if m.need {
+				w.need++
+			}
+			if old == nil || !old.asked(k) {
+				out = append(out, Want{Round: m.round, Peer: m.peer, CID: bytes.Clone(cid)})
+			}
 		}
 	}
 	c.agree.wait = w
+	return out
+}
+
+func (w *waiting) asked(k string) bool {
+	_, ok := w.cids[k]
+	return ok
+}
+
+// wants asks again for every CID the repair waits for, in round and CID order.
+func (w *waiting) wants() []Want {
+	keys := slices.Sorted(maps.Keys(w.cids))
+	out := make([]Want, 0, len(keys))
+	for _, k := range keys {
+		m := w.cids[k]
+		out = append(out, Want{Round: m.round, Peer: m.peer, CID: []byte(k[8:])})
+	}
 	return out
 }
 
@@ -194,8 +245,9 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 		return Ready{}, nil
 	}
 	h := &s.Header
-	want, ok := w.cids[string(h.PayloadCID)]
-	if !ok || want.round != h.Round || want.peer != h.Peer || !bytes.Equal(verify.PayloadCID(s.Payload), h.PayloadCID) {
+	k := wantKey(h.Round, h.PayloadCID)
+	want, ok := w.cids[k]
+	if !ok || want.peer != h.Peer || !bytes.Equal(verify.PayloadCID(s.Payload), h.PayloadCID) {
 		return Ready{}, nil
 	}
 	cr := c.agree.closed[h.Round]
@@ -203,9 +255,12 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 		cr.fetched = map[string]*verify.Shard{}
 	}
 	cr.fetched[string(h.PayloadCID)] = s
-	delete(w.cids, string(h.PayloadCID))
+	delete(w.cids, k)
+	if want.need {
+		w.need--
+	}
 	cr.join(want, c.cfg.Limits)
-	if len(w.cids) > 0 {
+	if w.need > 0 {
 		return Ready{}, nil
 	}
 	return c.reconcile(w.from)
@@ -233,9 +288,11 @@ func (cr *closedRound) join(e wantedAt, lim compress.Limits) {
 
 // settle decides the round just closed with the records already seen for it: when they
 // give another list than the one it closed with, and no earlier repair is pending, the
-// round is closed again at once and the commit in rd replaced.
+// round is closed again at once and the commit in rd replaced. A pending repair asks again
+// for what it still waits for.
 func (c *Core) settle(r uint64, rd *Ready) error {
-	if c.agree.wait != nil {
+	if w := c.agree.wait; w != nil {
+		rd.Fetch = append(rd.Fetch, w.wants()...)
 		return nil
 	}
 	redos, missing, err := c.replay(r)

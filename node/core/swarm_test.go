@@ -73,7 +73,8 @@ type node struct {
 	fetch    []core.Want
 	silent   bool // publishes nothing
 	repairs  []*core.Repair
-	refused  int // records Record refused
+	refused  int           // records Record refused
+	cidFetch [][]core.Want // each Fetch by CID
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
 }
@@ -93,6 +94,8 @@ type swarm struct {
 	shards  map[string][][]byte // peer ID -> its own signed shards, encoded
 	// drop, if set, loses the deliveries it returns true for (gossip and fetches alike).
 	drop func(d delivery) bool
+	// manual: wants by CID are not answered as they come; the test calls serve.
+	manual bool
 }
 
 type delivery struct {
@@ -187,7 +190,12 @@ func (s *swarm) handle(n *node, rd core.Ready, err error) {
 		}
 	}
 	n.fetch = append(n.fetch, rd.Fetch...)
-	s.serve(n, rd.Fetch)
+	if slices.ContainsFunc(rd.Fetch, func(w core.Want) bool { return w.CID != nil }) {
+		n.cidFetch = append(n.cidFetch, rd.Fetch)
+	}
+	if !s.manual {
+		s.serve(n, rd.Fetch)
+	}
 	if rd.Repair != nil {
 		n.repairs = append(n.repairs, rd.Repair)
 	}
