@@ -113,7 +113,7 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	c.setPending(closed.Deferred)
 	rd.Commit = &Commit{Record: closed.Record, State: closed.State, Events: closed.Events}
 	rd.Publish = append(rd.Publish, msg)
-	c.summarise(now, r, mr, closed, rejected, &rd)
+	c.summarise(now, r, mr, closed, rejected, modelRoot, &rd)
 	c.nextClose = r + 1
 	c.keepClosed(r, pre, preLedger, closed.Record, msg)
 	delete(c.rounds, r)
@@ -138,10 +138,10 @@ func (c *Core) recordMessage(rec *incentives.Record) (Message, error) {
 }
 
 // summarise fills rd's Summary and the next local work of a closed round.
-func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incentives.Closed, rejected map[string]int, rd *Ready) {
+func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incentives.Closed, rejected map[string]int, modelRoot [32]byte, rd *Ready) {
 	sum := &Summary{
 		Round: r, Included: mr.Closed.Included, Rejected: rejected, Evidence: len(closed.Record.Evidence),
-		Deadline: c.deadline.Current(), ModelRoot: [32]byte(closed.Record.ModelRoot), LedgerRoot: closed.State.Root(),
+		Deadline: c.deadline.Current(), ModelRoot: modelRoot, LedgerRoot: closed.State.Root(),
 		Params: mr.Closed.Params, Ranks: c.ranks(),
 	}
 	copy(sum.StateRoot[:], closed.Record.NewRoot)
