@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/lowband/lowband/incentives"
-	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/training/round"
 	"github.com/lowband/lowband/verify"
