@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/p2p/p2ptest"
 	"github.com/lowband/lowband/training"
@@ -107,14 +109,14 @@ func newSyncSwarm(t *testing.T, ctx context.Context, servers int) *syncSwarm {
 
 // serve has server i answer the fetch protocol from src (or with handle, if not nil) and
 // announce src's checkpoint in the DHT, by manifest ID and by root.
-func (w *syncSwarm) serve(t *testing.T, ctx context.Context, i int, src *memCheckpoints, handle p2p.Handler) {
+func (w *syncSwarm) serve(t *testing.T, ctx context.Context, i int, src checkpointSource, m *checkpoint.Manifest, handle p2p.Handler) {
 	t.Helper()
 	h := w.servers[i]
 	if handle == nil {
 		handle = (&fetchServer{ckpts: src}).handle
 	}
 	h.Handle(string(p2p.FetchProtocol(p2ptest.Network)), maxFetchRequest, handle)
-	for _, key := range [][32]byte{src.m.ID(), rootKey(src.m.Root)} {
+	for _, key := range [][32]byte{m.ID(), rootKey(m.Root)} {
 		if err := h.Provide(ctx, key); err != nil {
 			t.Fatal(err)
 		}
@@ -159,17 +161,26 @@ const (
 	metricBytes   = "lowband_node_checkpoint_fetched_bytes_total"
 )
 
-// A client syncs a checkpoint from two honest servers, by root and by manifest ID, over
-// real hosts: the providers come from the DHT, the chunks from both, and the result is
-// the checkpoint of that root.
+// A client syncs a checkpoint from two honest servers (one serving from memory, one from
+// its store), by root and by manifest ID, over real hosts: the providers come from the
+// DHT, the chunks from both, and the result is the checkpoint of that root.
 func TestCheckpointSyncFromHonestPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := newSyncSwarm(t, ctx, 2)
 	c := syncCheckpoint(t, 1)
 	src := newMemCheckpoints(c)
-	w.serve(t, ctx, 0, src, nil)
-	w.serve(t, ctx, 1, src, nil)
+	w.serve(t, ctx, 0, src, src.m, nil)
+	st, err := store.Open(filepath.Join(t.TempDir(), "ledger.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, chunks := checkpoint.Split(c, checkpoint.MinChunkSize)
+	if err := st.PutCheckpoint(m, chunks, nil, 3); err != nil {
+		t.Fatal(err)
+	}
+	w.serve(t, ctx, 1, st, m, nil)
 	met, reg := testCkptMetrics(t)
 	for _, want := range []ckptWant{{Root: c.Root()}, {Root: c.Root(), ID: src.m.ID()}} {
 		got, err := w.syncer(met, nil).sync(ctx, want)
@@ -197,8 +208,9 @@ func TestCheckpointSyncGarbageChunksRefusedHonestPeerServes(t *testing.T) {
 	c := syncCheckpoint(t, 1)
 	liar := newMemCheckpoints(c)
 	liar.garble = true
-	w.serve(t, ctx, 0, liar, nil)
-	w.serve(t, ctx, 1, newMemCheckpoints(c), nil)
+	w.serve(t, ctx, 0, liar, liar.m, nil)
+	honest := newMemCheckpoints(c)
+	w.serve(t, ctx, 1, honest, honest.m, nil)
 	met, reg := testCkptMetrics(t)
 	got, err := w.syncer(met, w.servers[0]).sync(ctx, ckptWant{Root: c.Root()})
 	if err != nil {
@@ -223,8 +235,9 @@ func TestCheckpointSyncLyingManifestRefusedHonestPeerServes(t *testing.T) {
 	bad := syncCheckpoint(t, 2)
 	liar := newMemCheckpoints(bad)
 	liar.m.Root = c.Root()
-	w.serve(t, ctx, 0, liar, nil)
-	w.serve(t, ctx, 1, newMemCheckpoints(c), nil)
+	w.serve(t, ctx, 0, liar, liar.m, nil)
+	honest := newMemCheckpoints(c)
+	w.serve(t, ctx, 1, honest, honest.m, nil)
 	met, reg := testCkptMetrics(t)
 	got, err := w.syncer(met, w.servers[0]).sync(ctx, ckptWant{Root: c.Root()})
 	if err != nil {
@@ -251,8 +264,8 @@ func TestCheckpointSyncStallingPeerDoesNotHang(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	w.serve(t, ctx, 0, src, stall)
-	w.serve(t, ctx, 1, src, nil)
+	w.serve(t, ctx, 0, src, src.m, stall)
+	w.serve(t, ctx, 1, src, src.m, nil)
 	met, reg := testCkptMetrics(t)
 	got, err := w.syncer(met, w.servers[0]).sync(ctx, ckptWant{Root: c.Root()})
 	if err != nil || got.Root() != c.Root() {

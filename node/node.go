@@ -36,16 +36,20 @@ type Options struct {
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
 type Node struct {
-	opts    Options
-	role    string
-	log     *slog.Logger
-	host    *p2p.Host
-	api     *apiServer
-	ledger  *ledger        // nil on a bootstrap node
-	train   *trainingParts // nil on a bootstrap node
-	checks  *fullChecks    // nil on a bootstrap node
-	started time.Time
-	rng     *rand.Rand // samples the peers cache; used only by Run's goroutine
+	opts   Options
+	role   string
+	log    *slog.Logger
+	host   *p2p.Host
+	api    *apiServer
+	ledger *ledger        // nil on a bootstrap node
+	train  *trainingParts // nil on a bootstrap node
+	checks *fullChecks    // nil on a bootstrap node
+	// ckptSync fetches checkpoints from peers; announce wakes the loop that announces
+	// the kept ones (both nil on a bootstrap node).
+	ckptSync *ckptSyncer
+	announce chan struct{}
+	started  time.Time
+	rng      *rand.Rand // samples the peers cache; used only by Run's goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -181,6 +185,13 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		go func() { failed <- n.train.loop.run(ctx, n.train.initial) }()
 	}
+	provided := make(chan struct{}) // the loop announcing checkpoints has stopped
+	go func() {
+		defer close(provided)
+		if n.train != nil {
+			n.provideLoop(ctx)
+		}
+	}()
 	t := time.NewTicker(peerCacheInterval)
 	defer t.Stop()
 	lastPeers := -1
@@ -188,9 +199,12 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			n.savePeers()
+			<-provided
 			return n.Close()
 		case err := <-failed:
 			n.savePeers()
+			cancel()
+			<-provided
 			if err != nil {
 				err = fmt.Errorf("training stopped: %w", err)
 			}

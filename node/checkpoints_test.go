@@ -1,0 +1,77 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/p2p/p2ptest"
+	"github.com/lowband/lowband/training/round"
+)
+
+// A training node makes a checkpoint after closing each round r with r+1 a multiple of
+// CheckpointEvery, off the loop, and keeps the last CheckpointsKept: each kept one loads
+// back from the store, verified, and its root is the NewRoot of the record the node
+// committed for round Round-1; LastCheckpoint names the last one made.
+func TestLoopMakesCheckpointsEveryKRoundsAndKeepsN(t *testing.T) {
+	key := p2ptest.Key()
+	self, _ := peer.IDFromPrivateKey(key)
+	s := syntheticSpec(t, map[string]uint64{self.String(): 100}) // alone: each round closes at once
+	h := newLoopHarness(t, s, key, newFakeClock(), nil)
+	st, err := store.Open(filepath.Join(t.TempDir(), "ledger.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := newCheckpointer(2, 2, s.NetworkID(), s.Run, slog.New(slog.DiscardHandler))
+	k.put = st.PutCheckpoint
+	h.l.ckpt = k
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.l.run(runCtx, round.State{Params: h.initial}) }()
+	waitFor(t, ctx, func() bool { last := k.lastMade(); return last != nil && last.Round >= 6 })
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	list, err := st.Checkpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A checkpoint due while the one before is still being stored replaces any still
+	// waiting, so kept rounds are even but may be more than two apart on a busy machine.
+	last := k.lastMade()
+	var rounds []uint64
+	for _, info := range list {
+		rounds = append(rounds, info.Round)
+	}
+	if len(list) != 2 || rounds[1] != last.Round || rounds[0] >= rounds[1] || rounds[0]%2 != 0 || rounds[1]%2 != 0 {
+		t.Fatalf("kept rounds %v, last made %d: want the last two made, at even rounds", rounds, last.Round)
+	}
+	lim := checkpointLimits(s, h.initial)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, info := range list {
+		c, _, err := st.LoadCheckpoint(info.Round, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := c.Root()
+		if rec := h.commits[info.Round-1].Record; rec.Round != info.Round-1 || !bytes.Equal(rec.NewRoot, root[:]) {
+			t.Fatalf("checkpoint of round %d: root %x, record %d's NewRoot %x", info.Round, root, rec.Round, rec.NewRoot)
+		}
+	}
+	if last.Root != hexRoot(list[1].Root) || last.Bytes != list[1].Size {
+		t.Fatalf("LastCheckpoint %+v, stored %+v", last, list[1])
+	}
+}
