@@ -10,6 +10,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/p2p/p2ptest"
 	"github.com/lowband/lowband/training/round"
@@ -73,5 +75,46 @@ func TestLoopMakesCheckpointsEveryKRoundsAndKeepsN(t *testing.T) {
 	}
 	if last.Root != hexRoot(list[1].Root) || last.Bytes != list[1].Size {
 		t.Fatalf("LastCheckpoint %+v, stored %+v", last, list[1])
+	}
+}
+
+// Two training nodes with checkpoints every 2 rounds each make, keep and announce them;
+// one syncs the other's latest checkpoint through the DHT and the fetch protocol, and it
+// is the state both hold: the same root as its own checkpoint of that round.
+func TestSwarmNodesMakeServeAndSyncCheckpoints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nodes, _, _ := startSwarmWith(t, ctx, 2, func(s *configs.Spec) {
+		s.Agreement.CheckpointEvery, s.Agreement.CheckpointsKept = 2, configs.MaxCheckpointsKept // kept while the test syncs
+	})
+	a, b := nodes[0], nodes[1]
+	waitFor(t, ctx, func() bool {
+		la, lb := a.LastCheckpoint(), b.LastCheckpoint()
+		return la != nil && lb != nil && la.Round >= 4 && lb.Round >= 4
+	})
+	info, err := a.ledger.st.LatestCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := b.ledger.st.CheckpointAt(info.Round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Root != info.Root {
+		t.Fatalf("round %d: the nodes' checkpoints have roots %x and %x", info.Round, info.Root, own.Root)
+	}
+	for _, want := range []ckptWant{{Root: info.Root, ID: info.ID}, {Root: info.Root}} {
+		var c *checkpoint.Checkpoint
+		var lastErr error
+		err := p2ptest.Poll(ctx, "a checkpoint synced", 200*time.Millisecond, func() bool {
+			c, lastErr = b.syncCheckpoint(ctx, want)
+			return lastErr == nil
+		})
+		if err != nil {
+			t.Fatalf("%v; last: %v", err, lastErr)
+		}
+		if c.Round != info.Round || c.Root() != info.Root {
+			t.Fatalf("synced round %d root %x, want %d %x", c.Round, c.Root(), info.Round, info.Root)
+		}
 	}
 }
