@@ -57,6 +57,9 @@ type ckptSyncer struct {
 	timeout  time.Duration // one request
 	met      *ckptMetrics  // nil: not counted
 	log      *slog.Logger
+	// penalise, if set, is told of each peer dropped for garbage: bytes that are provably
+	// not what it announced (it lowers the peer's gossip score).
+	penalise func(peer.ID)
 }
 
 // sync finds the providers of want, fetches a manifest of want.Root from one of them and
@@ -160,6 +163,9 @@ func (s *ckptSyncer) drop(ps *peerSet, p peer.ID, reason string, err error) {
 		return
 	}
 	s.met.droppedPeer(reason)
+	if reason == dropGarbage && s.penalise != nil {
+		s.penalise(p)
+	}
 	s.log.Warn("checkpoint sync: peer dropped", "peer", p.ShortString(), "reason", reason, "err", err)
 }
 

@@ -199,8 +199,8 @@ func TestCheckpointSyncFromHonestPeers(t *testing.T) {
 	}
 }
 
-// A server that sends chunks that are not the manifest's is dropped and counted, and the
-// client gets every chunk from the honest one.
+// A server that sends chunks that are not the manifest's is dropped, counted and scored
+// down in gossip, and the client gets every chunk from the honest one.
 func TestCheckpointSyncGarbageChunksRefusedHonestPeerServes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -212,12 +212,18 @@ func TestCheckpointSyncGarbageChunksRefusedHonestPeerServes(t *testing.T) {
 	honest := newMemCheckpoints(c)
 	w.serve(t, ctx, 1, honest, honest.m, nil)
 	met, reg := testCkptMetrics(t)
-	got, err := w.syncer(met, w.servers[0]).sync(ctx, ckptWant{Root: c.Root()})
+	pen := newPenalties(time.Now)
+	sy := w.syncer(met, w.servers[0])
+	sy.penalise = pen.offence
+	got, err := sy.sync(ctx, ckptWant{Root: c.Root()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Root() != c.Root() {
 		t.Fatal("synced another checkpoint")
+	}
+	if pen.score(w.servers[0].ID()) >= 0 || pen.score(w.servers[1].ID()) != 0 {
+		t.Fatalf("gossip penalties: liar %v, honest %v", pen.score(w.servers[0].ID()), pen.score(w.servers[1].ID()))
 	}
 	if n := gathered(t, reg, metricDropped, dropGarbage); n != 1 {
 		t.Fatalf("%v peers dropped for garbage, want 1", n)
@@ -267,9 +273,15 @@ func TestCheckpointSyncStallingPeerDoesNotHang(t *testing.T) {
 	w.serve(t, ctx, 0, src, src.m, stall)
 	w.serve(t, ctx, 1, src, src.m, nil)
 	met, reg := testCkptMetrics(t)
-	got, err := w.syncer(met, w.servers[0]).sync(ctx, ckptWant{Root: c.Root()})
+	pen := newPenalties(time.Now)
+	sy := w.syncer(met, w.servers[0])
+	sy.penalise = pen.offence
+	got, err := sy.sync(ctx, ckptWant{Root: c.Root()})
 	if err != nil || got.Root() != c.Root() {
 		t.Fatalf("with one stalling server: %v", err)
+	}
+	if pen.score(w.servers[0].ID()) != 0 {
+		t.Fatal("a stalling server was penalised: a slow link proves nothing")
 	}
 	if n := gathered(t, reg, metricDropped, dropStalled); n != 1 {
 		t.Fatalf("%v peers dropped as stalled, want 1", n)

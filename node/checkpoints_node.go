@@ -57,6 +57,7 @@ func (n *Node) startCheckpoints(reg prometheus.Registerer) error {
 			return n.host.FindProviders(ctx, key, syncMaxProviders)
 		},
 		lim: checkpointLimits(s, n.train.initial.Params), parallel: syncParallel, timeout: syncTimeout, met: met, log: n.log,
+		penalise: n.penalties.offence,
 	}
 	return nil
 }

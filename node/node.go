@@ -48,8 +48,11 @@ type Node struct {
 	// the kept ones (both nil on a bootstrap node).
 	ckptSync *ckptSyncer
 	announce chan struct{}
-	started  time.Time
-	rng      *rand.Rand // samples the peers cache; used only by Run's goroutine
+	// penalties lower the gossip score of peers that sent provably wrong bytes outside
+	// gossip (checkpoints).
+	penalties *penalties
+	started   time.Time
+	rng       *rand.Rand // samples the peers cache; used only by Run's goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -72,7 +75,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{opts: opts, role: role, log: log, started: time.Now(), rng: newRand()}
+	n := &Node{opts: opts, role: role, log: log, started: time.Now(), rng: newRand(), penalties: newPenalties(time.Now)}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -145,7 +148,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 	}
 	var appScore func(peer.ID) float64
 	if n.ledger != nil {
-		appScore = n.ledger.appScore
+		appScore = func(id peer.ID) float64 { return n.ledger.appScore(id) + n.penalties.score(id) }
 	}
 	cached, err := loadPeerCache(n.opts.Home.PeersPath())
 	if err != nil {
