@@ -41,6 +41,7 @@ type checkpointer struct {
 
 type ckptJob struct {
 	c     *checkpoint.Checkpoint
+	want  [32]byte // the NewRoot of the record committed before it
 	local []byte
 }
 
@@ -53,9 +54,9 @@ func (k *checkpointer) due(r uint64) bool { return k.every > 0 && (r+1)%k.every 
 
 // take hands a checkpoint over without blocking, replacing one still waiting. Called by
 // the loop only.
-func (k *checkpointer) take(c *checkpoint.Checkpoint, local []byte) {
+func (k *checkpointer) take(c *checkpoint.Checkpoint, want [32]byte, local []byte) {
 	c.Network, c.Run = k.network, k.runID
-	job := ckptJob{c: c, local: local}
+	job := ckptJob{c: c, want: want, local: local}
 	for {
 		select {
 		case k.jobs <- job:
@@ -82,9 +83,14 @@ func (k *checkpointer) run(ctx context.Context) {
 	}
 }
 
-// make encodes, splits and stores one checkpoint, and logs it.
+// make encodes, splits and stores one checkpoint, and logs it. One whose root is not the
+// committed record's is not stored: it would be refused by everyone who fetched it.
 func (k *checkpointer) make(ctx context.Context, job ckptJob) {
 	m, chunks := checkpoint.Split(job.c, 0)
+	if m.Root != job.want {
+		k.log.Error("no checkpoint: its root is not the committed one", "round", m.Round, "root", hexRoot(m.Root), "committed", hexRoot(job.want))
+		return
+	}
 	if err := k.put(m, chunks, job.local, k.keep); err != nil {
 		if ctx.Err() == nil {
 			k.log.Error("storing the checkpoint", "round", m.Round, "err", err)
@@ -112,7 +118,7 @@ func (l *loop) checkpoint(c *core.Commit) {
 		return
 	}
 	model := l.core.Model()
-	if model.Round != c.Record.Round+1 || c.State.Round != model.Round || len(c.Record.PrevRoot) != 32 {
+	if model.Round != c.Record.Round+1 || c.State.Round != model.Round || len(c.Record.PrevRoot) != 32 || len(c.Record.NewRoot) != 32 {
 		l.log.Warn("no checkpoint: the core's state is not the one committed", "round", c.Record.Round, "model_round", model.Round)
 		return
 	}
@@ -120,5 +126,6 @@ func (l *loop) checkpoint(c *core.Commit) {
 	if l.ckpt.local != nil {
 		local = l.ckpt.local()
 	}
-	l.ckpt.take(&checkpoint.Checkpoint{Round: model.Round, Prev: [32]byte(c.Record.PrevRoot), Model: model, Ledger: c.State}, local)
+	l.ckpt.take(&checkpoint.Checkpoint{Round: model.Round, Prev: [32]byte(c.Record.PrevRoot), Model: model, Ledger: c.State},
+		[32]byte(c.Record.NewRoot), local)
 }

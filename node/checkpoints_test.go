@@ -118,3 +118,22 @@ func TestSwarmNodesMakeServeAndSyncCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint whose root is not the committed record's NewRoot is not stored: everyone
+// who fetched it would refuse it.
+func TestCheckpointNotOfTheCommittedRootNotStored(t *testing.T) {
+	k := newCheckpointer(2, 2, p2ptest.Network, p2ptest.Run, slog.New(slog.DiscardHandler))
+	stored := 0
+	k.put = func(*checkpoint.Manifest, [][]byte, []byte, int) error { stored++; return nil }
+	c := syncCheckpoint(t, 1)
+	wrong := c.Root()
+	wrong[0] ^= 1
+	k.make(context.Background(), ckptJob{c: c, want: wrong})
+	if stored != 0 || k.lastMade() != nil {
+		t.Fatalf("stored %d, last made %+v", stored, k.lastMade())
+	}
+	k.make(context.Background(), ckptJob{c: c, want: c.Root()})
+	if stored != 1 || k.lastMade() == nil || k.lastMade().Root != hexRoot(c.Root()) {
+		t.Fatalf("the right one: stored %d, last made %+v", stored, k.lastMade())
+	}
+}
