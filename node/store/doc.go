@@ -15,6 +15,14 @@
 //	evidence  evidence ID (32 bytes) -> the evidence
 //	history   peer length (2 bytes), peer, round (8 bytes), sequence (4 bytes) -> an
 //	          incentives.Event; the length keeps one peer's events out of another's
+//	checkpoints        round -> CheckpointInfo (manifest, ID, root, chunk hashes)
+//	checkpoint-local   round -> the node's local state kept with that checkpoint
+//	checkpoint-ids     manifest ID -> round; checkpoint-roots: state root -> round
+//	checkpoint-chunks  SHA-256 -> chunk, shared by the checkpoints that hold it
+//
+// PutCheckpoint writes a checkpoint and drops all but the last N (and the chunks only they
+// used) in one transaction; DropCheckpointsAfter drops those that follow rounds closed
+// again (dropCheckpointsAfter inside a reorg's transaction).
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.
