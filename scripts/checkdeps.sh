@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # checkdeps.sh: enforce lowband's package rules (docs/architecture.md, "Who may import whom").
-#   - training, verify, incentives and node/core are pure: no networking, no os, os/exec or syscall, no
+#   - training, verify, incentives, node/core and node/checkpoint are pure: no networking, no os, os/exec or syscall, no
 #     filesystem, no clock (time.Now and friends), no entropy source (crypto/rand; seeded generators come in), and none of p2p,
 #     node, configs, bench or cmd (node/core may import the other pure packages and itself);
 #   - p2p moves bytes: it imports none of training, verify, incentives, node, configs;
@@ -17,7 +17,7 @@ while read -r pkg imports; do
   for imp in $imports; do
     ours=""; [[ $imp == "$mod"/* ]] && ours=${imp#"$mod"/}
     case $rel in
-      training|training/*|verify|verify/*|incentives|incentives/*|node/core|node/core/*)
+      training|training/*|verify|verify/*|incentives|incentives/*|node/core|node/core/*|node/checkpoint)
         case $imp in
           net|net/*|os|os/*|syscall|io/ioutil|path/filepath|crypto/rand)
             bad "$rel imports $imp: pure packages take I/O, time and randomness as arguments" ;;
@@ -25,8 +25,8 @@ while read -r pkg imports; do
         case $ours in
           node/core|node/core/*) [[ $rel == node/core* ]] || bad "$rel imports $ours" ;;
           p2p*|node*|configs*|bench*|cmd*) bad "$rel imports $ours: pure packages import no wiring" ;;
-          training*) [[ $rel == training* || $rel == node/core* ]] || bad "$rel imports $ours" ;;
-          incentives*) [[ $rel == incentives* || $rel == node/core* ]] || bad "$rel imports $ours" ;;
+          training*) [[ $rel == training* || $rel == node/core* || $rel == node/checkpoint ]] || bad "$rel imports $ours" ;;
+          incentives*) [[ $rel == incentives* || $rel == node/core* || $rel == node/checkpoint ]] || bad "$rel imports $ours" ;;
         esac ;;
       p2p|p2p/*)
         case $ours in
@@ -44,7 +44,7 @@ done < <(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)
 
 # The clock: pure packages take time as an argument. (time.Time and time.Duration are fine.)
 clock='time\.(Now|Since|Until|Sleep|After|AfterFunc|Tick|NewTimer|NewTicker)\('
-if hits=$(grep -rEn --include='*.go' --exclude='*_test.go' "$clock" training verify incentives node/core 2>/dev/null); then
+if hits=$(grep -rEn --include='*.go' --exclude='*_test.go' "$clock" training verify incentives node/core node/checkpoint 2>/dev/null); then
   bad "pure packages read the clock:"$'\n'"$hits"
 fi
 

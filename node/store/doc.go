@@ -20,6 +20,13 @@
 //	          shard (verify.Shard, canonical CBOR) the round's record includes; read back
 //	          by round (Shards) to replay the round, dropped before a checkpoint
 //	          (PruneShards)
+//	checkpoints        round -> CheckpointInfo (manifest, ID, root, chunk hashes)
+//	checkpoint-local   round -> the node's local state kept with that checkpoint
+//	checkpoint-ids     manifest ID -> round; checkpoint-roots: state root -> round
+//	checkpoint-chunks  SHA-256 -> chunk, shared by the checkpoints that hold it
+//
+// PutCheckpoint writes a checkpoint and drops all but the last N (and the chunks only they
+// used) in one transaction.
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.
