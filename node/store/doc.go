@@ -20,6 +20,8 @@
 //	          shard (verify.Shard, canonical CBOR) the round's record includes; read back
 //	          by round (Shards) to replay the round, dropped before a checkpoint
 //	          (PruneShards)
+//	local     "state" -> first open round (8 bytes), the node's local state blob
+//	          (PutLocal), while no checkpoint keeps it
 //	checkpoints        round -> CheckpointInfo (manifest, ID, root, chunk hashes)
 //	checkpoint-local   round -> the node's local state kept with that checkpoint
 //	checkpoint-ids     manifest ID -> round; checkpoint-roots: state root -> round
