@@ -91,3 +91,41 @@ func decodeLocal(data []byte, n int) (*localState, error) {
 	}
 	return &ls, nil
 }
+
+// local is the trainer's part of the local state: the optimizer, the inner steps and the
+// data position. Call it only while no local work is under way (the loop holds the
+// trainer's last result and has not started the next).
+func (t *trainer) local(ls *localState) {
+	if o, ok := t.inner.Opt.(*training.AdamW); ok {
+		ls.Optimizer = o.State()
+	}
+	ls.Steps, ls.Drawn = uint64(t.inner.Steps()), t.batch.Drawn()
+}
+
+// restore restores the trainer's part of ls, before it runs: at most maxSteps inner steps,
+// one batch drawn per step; nothing changes on error.
+func (t *trainer) restore(ls *localState, maxSteps uint64) error {
+	o, ok := t.inner.Opt.(*training.AdamW)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: the inner optimizer keeps no state", ErrLocalState)
+	case ls.Steps > maxSteps || ls.Drawn/uint64(t.batch.Size()) != ls.Steps || ls.Drawn%uint64(t.batch.Size()) != 0:
+		return fmt.Errorf("%w: %d inner steps (at most %d here), %d samples drawn", ErrLocalState, ls.Steps, maxSteps, ls.Drawn)
+	}
+	if err := o.SetState(ls.Optimizer, t.inner.Model.Params()); err != nil {
+		return err
+	}
+	if err := t.inner.SetSteps(int(ls.Steps)); err != nil {
+		return err
+	}
+	t.batch.Skip(ls.Drawn)
+	return nil
+}
+
+// takeLocal is the node's local state now that round is the first open one. The loop
+// calls it at a commit, when no local work is under way.
+func (l *loop) takeLocal(round uint64) *localState {
+	ls := &localState{Round: round, Machine: l.core.Local()}
+	l.train.local(ls)
+	return ls
+}

@@ -36,12 +36,16 @@ func committedShards(rec *incentives.Record, content *contentStore) (out []store
 }
 
 // commitRound persists a closed round with the shards of the contributions it includes,
-// so that a restart can replay it. A round whose shards the node no longer holds is
+// so that a restart can replay it, and at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
 // committed without them, with a warning: a restart cannot replay past it.
 func (n *Node) commitRound(c *core.Commit) error {
 	shards, missing := committedShards(c.Record, n.checks.content)
 	if missing > 0 {
 		n.log.Warn("committing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
 	}
-	return n.ledger.commit(c, shards...)
+	if err := n.ledger.commit(c, shards...); err != nil {
+		return err
+	}
+	n.saveLocal(c.Record.Round + 1)
+	return nil
 }

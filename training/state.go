@@ -80,3 +80,6 @@ func (b *Batcher) Skip(n uint64) {
 		n -= k
 	}
 }
+
+// Size is the number of samples in a batch.
+func (b *Batcher) Size() int { return b.size }
