@@ -95,6 +95,9 @@ func (rp *replayer) contributions(s *store.Store, rec *incentives.Record) ([]rou
 			return nil, fmt.Errorf("shard %d of %s: %w", sh.Index, sh.Peer, err)
 		}
 		h := &v.Header
+		if !bytes.Equal(verify.PayloadCID(v.Payload), h.PayloadCID) {
+			return nil, fmt.Errorf("shard %d of %s: its payload does not hash to its CID", sh.Index, sh.Peer)
+		}
 		if h.Round != rec.Round || h.Peer != sh.Peer || h.Index != sh.Index || h.Network != rp.network || h.Run != rp.run {
 			return nil, fmt.Errorf("shard stored as %d of %s is %d of %s for round %d of %s/%s", sh.Index, sh.Peer, h.Index, h.Peer, h.Round, h.Network, h.Run)
 		}

@@ -148,7 +148,8 @@ func storedRoots(t *testing.T, h configs.Home) ([]string, *incentives.State) {
 // rounds and started again on the same home resumes at its last committed round with the
 // state root it committed for it, keeps every round it committed, and goes on closing
 // rounds, contributing again from the second round after it (it may have signed shards
-// of the two before it stopped).
+// of the two before it stopped). Copies of its home with a shard or record changed on disk
+// do not start, with an error naming the round.
 func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -166,6 +167,8 @@ func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 			t.Fatalf("round %d: logged state root %s, stored %s", r.Round, r.StateRoot, roots[r.Round])
 		}
 	}
+
+	checkTamperedHomesRefused(t, ctx, rs.homes[last], rs.cfgs[last], rs.spec)
 
 	n, next, root := rs.startLast(t, ctx)
 	if next != led.Round || root != roots[led.Round-1] {
