@@ -94,9 +94,9 @@ func checkTamperedHomesRefused(t *testing.T, ctx context.Context, h configs.Home
 		bucket string
 		edit   func(k, v []byte) []byte
 	}{
-		"shard byte flipped": {"shards", flipMiddle},
-		"shard missing":      {"shards", func(_, _ []byte) []byte { return nil }},
-		"shard oversized":    {"shards", func(_, _ []byte) []byte { return make([]byte, store.MaxShardBytes+1) }},
+		"shard byte flipped":  {"shards", flipMiddle},
+		"shard missing":       {"shards", func(_, _ []byte) []byte { return nil }},
+		"shard oversized":     {"shards", func(_, _ []byte) []byte { return make([]byte, store.MaxShardBytes+1) }},
 		"record byte flipped": {"records", flipMiddle},
 	} {
 		home := copyHome(t, h)
