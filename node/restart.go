@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
@@ -88,28 +90,49 @@ func values(ts []training.Tensor) int {
 	return n
 }
 
-// saveLocal saves the node's local state now that round is the first open one, in its own
-// key of the store, every checkpoint_every rounds (the checkpoints' cadence). The loop
-// calls it after a commit. A failure is logged: the local state is the node's own, and a
-// restart without it trains on from fresh optimizer and codec state.
+// saveLocal saves the node's local state now that round is the first open one, every
+// checkpoint_every rounds (the checkpoints' cadence), in its own key of the store, and
+// drops the stored shards of the rounds before the latest checkpoint the store keeps. The
+// loop calls it after a commit: the state is copied there, then encoded and written off
+// the loop, one save at a time (a save due while the last is still being written is
+// skipped). A failure is logged: the local state is the node's own, and a restart without
+// it trains on from fresh optimizer and codec state.
 func (n *Node) saveLocal(round uint64) {
 	every := uint64(n.opts.Spec.Agreement.CheckpointEvery)
 	if every == 0 || round%every != 0 {
 		return
 	}
-	blob, err := n.localBlob(round)
-	if err == nil {
-		err = n.ledger.st.PutLocal(round, blob)
+	if !n.train.saving.TryLock() {
+		n.log.Warn("the last local state is still being saved: skipping this one", "round", round)
+		return
 	}
-	if err != nil {
-		n.log.Warn("saving the local state", "round", round, "err", err)
-	}
+	ls := n.train.loop.takeLocal(round)
+	go func() {
+		defer n.train.saving.Unlock()
+		blob, err := ls.marshal()
+		if err == nil {
+			err = n.ledger.st.PutLocal(round, blob)
+		}
+		if err == nil {
+			err = n.pruneShards()
+		}
+		if err != nil {
+			n.log.Warn("saving the local state", "round", round, "err", err)
+		}
+	}()
 }
 
-// localBlob is the encoded local state of the node now that round is the first open one:
-// what a checkpoint of round keeps with it. Only on the loop's goroutine, at a commit.
-func (n *Node) localBlob(round uint64) ([]byte, error) {
-	return n.train.loop.takeLocal(round).marshal()
+// pruneShards drops the stored shards a replay no longer needs: those of the rounds before
+// the latest checkpoint the store keeps (none without a checkpoint).
+func (n *Node) pruneShards() error {
+	info, err := n.ledger.st.LatestCheckpoint()
+	if errors.Is(err, store.ErrNoCheckpoint) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return n.ledger.st.PruneShards(info.Round)
 }
 
 // restoreLocal gives the core and the trainer what rp says: local work from rp.first on,

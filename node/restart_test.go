@@ -81,6 +81,9 @@ func (rs *restartSwarm) startLast(t *testing.T, ctx context.Context) (*Node, uin
 		led := *c.Ledger()
 		led.Head = rec.PrevRoot
 		root = incentives.StateRoot(next-1, model[:], led.Root())
+		if n.train.loop.train.inner.Steps() == 0 || len(c.Local().Codec.Tensors) == 0 {
+			t.Errorf("resumed at round %d without its local state (inner steps %d)", next, n.train.loop.train.inner.Steps())
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

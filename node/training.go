@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -34,6 +35,7 @@ type trainingParts struct {
 	initial round.State
 	loop    *loop
 	prog    *progress
+	saving  sync.Mutex // held while a local state is written (saveLocal)
 }
 
 // newTraining builds the node's training: data, trainer, evaluator, core, progress and the

@@ -129,6 +129,18 @@ func (s *Store) Shards(round uint64) ([]Shard, error) {
 	return out, nil
 }
 
+// deleteShards drops the stored shards of round r in tx (a round replaced by Reorg).
+func deleteShards(tx *bolt.Tx, r uint64) error {
+	c := tx.Bucket(bucketShards).Cursor()
+	prefix := roundKey(r)
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // PruneShards drops the stored shards of the rounds before round: those a checkpoint at
 // round makes unnecessary for a replay.
 func (s *Store) PruneShards(round uint64) error {

@@ -58,8 +58,8 @@ func openTestStore(t *testing.T) (*Store, string) {
 }
 
 // TestShardsCommittedAreReadBackByRoundAndPruned: the shards given with a commit are
-// read back by round, after a reopen, sorted by peer and index; pruning drops the rounds
-// before the one named and keeps the rest.
+// read back by round, after a reopen, sorted by peer and index; deleting a round drops it
+// alone, pruning drops the rounds before the one named and keeps the rest.
 func TestShardsCommittedAreReadBackByRoundAndPruned(t *testing.T) {
 	s, path := openTestStore(t)
 	fx := incentivestest.New("testnet", "run-1")
@@ -87,6 +87,15 @@ func TestShardsCommittedAreReadBackByRoundAndPruned(t *testing.T) {
 				t.Fatalf("round %d shard %d: %s/%d %q, want %s/%d %q", rec.Round, i, got[i].Peer, got[i].Index, got[i].Data, want[i].Peer, want[i].Index, want[i].Data)
 			}
 		}
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return deleteShards(tx, 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Shards(1); err != nil || len(got) != 0 {
+		t.Fatalf("round 1 after deleteShards: %d shards, %v", len(got), err)
+	}
+	if got, _ := s.Shards(2); len(got) != len(shardsOf(recs[2])) {
+		t.Fatalf("round 2 after deleting round 1: %d shards", len(got))
 	}
 	if err := s.PruneShards(2); err != nil {
 		t.Fatal(err)
