@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -168,4 +169,22 @@ func TestTamperedShardEntryIsAnErrorNamingTheRound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseShardKey: any key of a round's range parses or is refused without a panic, and
+// a key that parses is the one shardKey makes of what it parsed to.
+func FuzzParseShardKey(f *testing.F) {
+	k, _ := shardKey(3, testID("A"), 7)
+	f.Add(k)
+	f.Add(append(roundKey(1), 0, 0))
+	f.Fuzz(func(t *testing.T, k []byte) {
+		peer, index, ok := parseShardKey(k)
+		if !ok {
+			return
+		}
+		again, err := shardKey(binary.BigEndian.Uint64(k[:8]), peer, index)
+		if err != nil || !bytes.Equal(again, k) {
+			t.Fatalf("key %x parses to %q/%d, which makes %x (%v)", k, peer, index, again, err)
+		}
+	})
 }
