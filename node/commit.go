@@ -4,14 +4,15 @@ import (
 	"fmt"
 
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
 )
 
-// commit persists a closed round: its record, the new ledger state and the events in one
-// bbolt transaction; then it swaps the ledger state the API and the gossipsub application
+// commit persists a closed round: its record, the new ledger state, the events and the
+// shards of the contributions it includes in one bbolt transaction; then it swaps the ledger state the API and the gossipsub application
 // score read, so jailed and slashed peers are shed from then on. Called by the round loop
 // only, before anything of the round is published.
-func (l *ledger) commit(c *core.Commit) error {
-	if err := l.st.Commit(c.Record, c.State, c.Events); err != nil {
+func (l *ledger) commit(c *core.Commit, shards ...store.Shard) error {
+	if err := l.st.Commit(c.Record, c.State, c.Events, shards...); err != nil {
 		return fmt.Errorf("committing round %d: %w", c.Record.Round, err)
 	}
 	l.state.Store(c.State)

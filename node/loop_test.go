@@ -190,7 +190,11 @@ func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := newTraining(p, s, cfg, id.String(), led, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	rp, err := freshStart(p, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := newTraining(p, s, cfg, id.String(), rp, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

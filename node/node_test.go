@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,10 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lowband/lowband/configs"
-	"github.com/lowband/lowband/node/store"
 )
 
 // newHome is a local home on the devnet spec with the synthetic task, which a node loads
@@ -184,34 +181,5 @@ func TestNodeRefusesProducerTheNetworkRejects(t *testing.T) {
 	_, err = New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
 	if err == nil || !strings.Contains(err.Error(), "simulated") {
 		t.Fatalf("public profile on a sim network: %v", err)
-	}
-}
-
-// TestNodeRefusesLedgerPastGenesisWithoutModelState: a home whose ledger has committed a
-// round but which holds no model state cannot resume the run: New says so.
-func TestNodeRefusesLedgerPastGenesisWithoutModelState(t *testing.T) {
-	h, c, s := newHome(t)
-	st, err := store.Open(h.StorePath(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	genesis, err := store.GenesisFromSpec(s.Incentives)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Init(genesis); err != nil {
-		t.Fatal(err)
-	}
-	closed, err := genesis.Build(nil, nil, make([]byte, 32), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Commit(closed.Record, closed.State, closed.Events); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	_, err = New(context.Background(), Options{Home: h, Config: c, Spec: s, Logger: slog.New(slog.DiscardHandler)})
-	if !errors.Is(err, ErrNoModelState) {
-		t.Fatalf("got %v, want ErrNoModelState", err)
 	}
 }

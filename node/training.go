@@ -2,10 +2,10 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -20,19 +20,9 @@ import (
 	"github.com/lowband/lowband/training/round"
 )
 
-// ErrNoModelState is returned when the store's ledger is past round 0: the node keeps no
-// model state yet, so it cannot resume a run it trained in before.
-var ErrNoModelState = errors.New("the ledger is past round 0 and no model state is saved: a node cannot resume a run yet; start from a fresh home (lowband init --force)")
-
-// newCore builds the node's round decisions from the network's params, resuming at st with
-// the ledger state led.
+// newCore builds the node's round decisions from the network's params, at st with the
+// ledger state led of the same round.
 func newCore(p *Params, s *configs.Spec, self string, st round.State, led *incentives.State) (*core.Core, error) {
-	if led.Round != st.Round {
-		if st.Round == 0 {
-			return nil, fmt.Errorf("ledger at round %d: %w", led.Round, ErrNoModelState)
-		}
-		return nil, fmt.Errorf("ledger at round %d, model at round %d", led.Round, st.Round)
-	}
 	return core.New(core.Config{
 		Self: self, Network: s.NetworkID(), Run: s.Run,
 		Round: p.RoundConfig(self, 1), Deadline: p.Deadline, Checker: p.Checker, Limits: p.Limits,
@@ -45,17 +35,15 @@ type trainingParts struct {
 	initial round.State
 	loop    *loop
 	prog    *progress
+	saving  sync.Mutex // held while a local state is written (saveLocal)
 }
 
 // newTraining builds the node's training: data, trainer, evaluator, core, progress and the
-// loop, from the network's params and the ledger state led. deps are the loop's edges; g the gauges
-// progress reads (inbox depth is the loop's own).
-func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, led *incentives.State, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
-	st, err := p.Initial()
-	if err != nil {
-		return nil, err
-	}
-	c, err := newCore(p, s, self, st, led)
+// loop, from the network's params, starting at rp (freshStart, or resume). deps are the
+// loop's edges; g the gauges progress reads (inbox depth is the loop's own).
+func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, rp resumePoint, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
+	st := rp.state
+	c, err := newCore(p, s, self, st, rp.ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +53,9 @@ func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, l
 	}
 	tr, err := newTrainer(p, d, self)
 	if err != nil {
+		return nil, err
+	}
+	if err := restoreLocal(rp, c, tr, p.Training.InnerSteps, log); err != nil {
 		return nil, err
 	}
 	ev, err := newEvaluator(p, d)
@@ -120,7 +111,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		return fmt.Errorf("attestation producer: %w", err)
 	}
 	deps := loopDeps{
-		commit: n.ledger.commit, publish: publish, attest: att.attest,
+		commit: n.commitRound, publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
 		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
 	}
@@ -129,7 +120,11 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		verifyCPU: func() time.Duration { return time.Duration(n.checks.verifySeconds() * float64(time.Second)) },
 		stash:     func() int { e, _ := n.checks.stash.Len(); return e },
 	}
-	n.train, err = newTraining(p, s, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
+	rp, err := resume(p, s, id.String(), n.ledger, n.log)
+	if err != nil {
+		return err
+	}
+	n.train, err = newTraining(p, s, n.opts.Config, id.String(), rp, realClock{}, deps, g, n.log, reg)
 	if err != nil {
 		return err
 	}

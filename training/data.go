@@ -52,6 +52,7 @@ type Batcher struct {
 	pos   int
 	rng   *rand.Rand
 	batch []int
+	drawn uint64 // samples drawn so far
 }
 
 // NewBatcher returns a Batcher of batches of size samples drawn from idx (which it copies).
@@ -83,6 +84,7 @@ func (b *Batcher) Next() Batch {
 		}
 		b.batch = append(b.batch, b.idx[b.pos])
 		b.pos++
+		b.drawn++
 	}
 	return b.data.Batch(b.batch)
 }

@@ -220,8 +220,12 @@ func New(cfg Config, st round.State, ledger *incentives.State) (*Core, error) {
 // and at each new epoch.
 func (c *Core) SetSigner(s Signer) { c.signer = &s }
 
-// Start starts the first local work (Ready.Train).
+// Start starts the first local work (Ready.Train); after Resume to a round that cannot
+// start yet, nothing (the start comes out of a close).
 func (c *Core) Start(now time.Time) (Ready, error) {
+	if !c.m.Startable() && c.nextLocal > c.nextClose+uint64(c.cfg.Round.Delay) {
+		return Ready{}, nil
+	}
 	s, err := c.m.Start()
 	if err != nil {
 		return Ready{}, fmt.Errorf("core: %w", err)

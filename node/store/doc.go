@@ -2,7 +2,8 @@
 // include in an embedded transactional store (go.etcd.io/bbolt).
 //
 // Each committed round is one bbolt transaction: the record, its evidence, the events it
-// caused and the new ledger state are written together or not at all, and the transaction
+// caused, the new ledger state and the signed shards of the contributions it included are
+// written together or not at all, and the transaction
 // is synced before Commit returns. A process killed at any moment (kill -9) reopens with
 // the ledger of the last round whose Commit returned, or a later one, never a round half
 // applied.
@@ -15,6 +16,12 @@
 //	evidence  evidence ID (32 bytes) -> the evidence
 //	history   peer length (2 bytes), peer, round (8 bytes), sequence (4 bytes) -> an
 //	          incentives.Event; the length keeps one peer's events out of another's
+//	shards    round (8 bytes), peer length (2 bytes), peer, index (4 bytes) -> a signed
+//	          shard (verify.Shard, canonical CBOR) the round's record includes; read back
+//	          by round (Shards) to replay the round, dropped before a checkpoint
+//	          (PruneShards)
+//	local     "state" -> first open round (8 bytes), the node's local state blob
+//	          (PutLocal), while no checkpoint keeps it
 //	checkpoints        round -> CheckpointInfo (manifest, ID, root, chunk hashes)
 //	checkpoint-local   round -> the node's local state kept with that checkpoint
 //	checkpoint-ids     manifest ID -> round; checkpoint-roots: state root -> round

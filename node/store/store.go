@@ -80,7 +80,7 @@ func Open(path string, timeout time.Duration) (s *Store, err error) {
 // load creates the buckets and reads the stored state, if any.
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory}, checkpointBuckets...) {
+		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketShards, bucketLocal}, checkpointBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
@@ -144,10 +144,12 @@ func (s *Store) State() (*incentives.State, error) {
 }
 
 // Commit stores a committed round in one transaction: the record, the evidence it includes,
-// the events and the new state. rec must follow the stored ledger and next must be what
-// applying it gives (same round, Head equal to rec.NewRoot); otherwise ErrConflict and
-// nothing is written. It returns after the transaction is on disk.
-func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []incentives.Event) error {
+// the events, the new state and the shards of the contributions it included (those given:
+// each of a peer the record lists, at an index it lists; see Shards). rec must follow the
+// stored ledger and next must be what applying it gives (same round, Head equal to
+// rec.NewRoot); otherwise ErrConflict and nothing is written. It returns after the
+// transaction is on disk.
+func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []incentives.Event, shards ...Shard) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == nil {
@@ -158,6 +160,9 @@ func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []
 		return fmt.Errorf("%w: record %d after %x, ledger expects round %d after %x", ErrConflict, rec.Round, rec.PrevRoot, s.state.Round, s.state.Head)
 	case next.Round != rec.Round+1 || !bytes.Equal(next.Head, rec.NewRoot):
 		return fmt.Errorf("%w: the state given is not the one record %d leads to", ErrConflict, rec.Round)
+	}
+	if err := checkShards(rec, shards); err != nil {
+		return fmt.Errorf("%w: %v", ErrConflict, err)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketRecords).Put(roundKey(rec.Round), rec.Marshal()); err != nil {
@@ -170,6 +175,9 @@ func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []
 			}
 		}
 		if err := putEvents(tx.Bucket(bucketHistory), events); err != nil {
+			return err
+		}
+		if err := putShards(tx, rec.Round, shards); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyState, next.Marshal())

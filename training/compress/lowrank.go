@@ -14,6 +14,7 @@ type lowRank struct {
 	rank       int
 	lastRank   int       // rank of the last factor call
 	q          []float64 // warm-start Q, cols × rank row-major
+	src        *rand.PCG // rng's source, saved by Encoder.State
 	rng        *rand.Rand
 	// scratch, reused across rounds
 	p, qt, tau, work []float64
@@ -34,7 +35,8 @@ func (lr *lowRank) noteGains(energy float64) {
 }
 
 func newLowRank(rows, cols, rank int, seed uint64, name string) *lowRank {
-	lr := &lowRank{rows: rows, cols: cols, rng: rand.New(rand.NewPCG(seed, fnv64(name)))}
+	src := rand.NewPCG(seed, fnv64(name))
+	lr := &lowRank{rows: rows, cols: cols, src: src, rng: rand.New(src)}
 	lr.resize(rank)
 	return lr
 }

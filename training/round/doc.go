@@ -76,6 +76,16 @@
 // Step and puts the result in force with Machine.Reset, which keeps its local state (the
 // codec's error feedback, local work in progress, the eager start's own pseudo-gradient).
 //
+// # Restart
+//
+// A restarted node rebuilds the global state (New from a checkpoint's State, then Step for
+// each committed round since) and restores its local state, which no root covers:
+// Machine.Local at a commit, Machine.SetLocal after the restart (the codec's residuals,
+// warm starts and ranks, the eager start's own pseudo-gradient and share). SkipLocal moves
+// the next local work past the rounds the node may have signed shards for before it
+// stopped: those close without its contribution, since signing other shards for them
+// would be equivocation, and an own pseudo-gradient of a skipped round is not used.
+//
 // A node's own contribution is the decoded form of the message it sends, so it weighs in
 // exactly as every peer sees it.
 package round

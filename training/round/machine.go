@@ -62,7 +62,7 @@ func (m *Machine) params() []training.Tensor {
 
 // State returns what a restart needs: the first open round, θ and the outer momentum.
 // Contributions of open rounds, the codec's error feedback and what the eager start keeps
-// are not part of it.
+// are not part of it (see Local).
 func (m *Machine) State() State {
 	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
 }

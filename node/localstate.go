@@ -1,0 +1,131 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/round"
+)
+
+// localVersion is the version of the local state encoding.
+const localVersion = 1
+
+// ErrLocalState: a saved local state that does not decode, is of another version or is
+// larger than any this model makes.
+var ErrLocalState = errors.New("saved local state out of form")
+
+// localState is what this node keeps between rounds that no root covers: the round
+// machine's (codec residuals, warm starts and ranks, the eager start's own
+// pseudo-gradient), the inner optimizer's moments and step, and its position in its own
+// data order. It is taken at a commit, when no local work is under way, and saved with the
+// checkpoint of that round, or in its own key of the store; a restart restores it, so that
+// the node trains on from where it stopped. Peers never see it.
+type localState struct {
+	Version uint8 `cbor:"1,keyasint"`
+	// Round is the first open round when it was taken.
+	Round     uint64              `cbor:"2,keyasint"`
+	Machine   round.LocalState    `cbor:"3,keyasint"`
+	Optimizer training.AdamWState `cbor:"4,keyasint"`
+	Steps     uint64              `cbor:"5,keyasint"` // inner steps taken
+	Drawn     uint64              `cbor:"6,keyasint"` // samples drawn from the node's data order
+}
+
+// maxLocalBytes bounds the encoding of a local state of a model of n values: at most five
+// vectors of the model's size (residuals, warm starts, own pseudo-gradient, two moments)
+// of at most 9 bytes a value, and room for names and shapes.
+func maxLocalBytes(n int) int { return 5*9*n + 1<<20 }
+
+var (
+	localEnc = func() cbor.EncMode {
+		m, err := cbor.CoreDetEncOptions().EncMode()
+		if err != nil {
+			panic(err) // static options; cannot fail
+		}
+		return m
+	}()
+	localDec = func() cbor.DecMode {
+		m, err := cbor.DecOptions{
+			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+			IndefLength:       cbor.IndefLengthForbidden,
+			TagsMd:            cbor.TagsForbidden,
+			MaxNestedLevels:   8,
+			MaxArrayElements:  1<<31 - 1, // the total size is checked first
+			MaxMapPairs:       16,
+			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+		}.DecMode()
+		if err != nil {
+			panic(err) // static options; cannot fail
+		}
+		return m
+	}()
+)
+
+// marshal is the local state's canonical encoding.
+func (ls *localState) marshal() ([]byte, error) {
+	c := *ls
+	c.Version = localVersion
+	return localEnc.Marshal(&c)
+}
+
+// decodeLocal decodes a saved local state of a model of n values: its size is checked
+// before decoding, unknown fields, other versions and encodings other than the canonical
+// one are refused (ErrLocalState). What the values say is checked where they are restored.
+func decodeLocal(data []byte, n int) (*localState, error) {
+	if len(data) > maxLocalBytes(n) {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d for this model", ErrLocalState, len(data), maxLocalBytes(n))
+	}
+	var ls localState
+	if err := localDec.Unmarshal(data, &ls); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrLocalState, err)
+	}
+	if ls.Version != localVersion {
+		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrLocalState, ls.Version, localVersion)
+	}
+	again, err := ls.marshal()
+	if err != nil || !bytes.Equal(again, data) {
+		return nil, fmt.Errorf("%w: not in canonical encoding", ErrLocalState)
+	}
+	return &ls, nil
+}
+
+// local is the trainer's part of the local state: the optimizer, the inner steps and the
+// data position. Call it only while no local work is under way (the loop holds the
+// trainer's last result and has not started the next).
+func (t *trainer) local(ls *localState) {
+	if o, ok := t.inner.Opt.(*training.AdamW); ok {
+		ls.Optimizer = o.State()
+	}
+	ls.Steps, ls.Drawn = uint64(t.inner.Steps()), t.batch.Drawn()
+}
+
+// restore restores the trainer's part of ls, before it runs: at most maxSteps inner steps,
+// one batch drawn per step; nothing changes on error.
+func (t *trainer) restore(ls *localState, maxSteps uint64) error {
+	o, ok := t.inner.Opt.(*training.AdamW)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: the inner optimizer keeps no state", ErrLocalState)
+	case ls.Steps > maxSteps || ls.Drawn/uint64(t.batch.Size()) != ls.Steps || ls.Drawn%uint64(t.batch.Size()) != 0:
+		return fmt.Errorf("%w: %d inner steps (at most %d here), %d samples drawn", ErrLocalState, ls.Steps, maxSteps, ls.Drawn)
+	}
+	if err := o.SetState(ls.Optimizer, t.inner.Model.Params()); err != nil {
+		return err
+	}
+	if err := t.inner.SetSteps(int(ls.Steps)); err != nil {
+		return err
+	}
+	t.batch.Skip(ls.Drawn)
+	return nil
+}
+
+// takeLocal is the node's local state now that round is the first open one. The loop
+// calls it at a commit, when no local work is under way.
+func (l *loop) takeLocal(round uint64) *localState {
+	ls := &localState{Round: round, Machine: l.core.Local()}
+	l.train.local(ls)
+	return ls
+}

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/training/round"
+	"github.com/lowband/lowband/verify"
+)
+
+// ReplayError is a stored round that does not replay: its record or shards are missing or
+// damaged, or closing it again does not give the root its record says.
+type ReplayError struct {
+	Round uint64
+	Err   error
+}
+
+func (e *ReplayError) Error() string { return fmt.Sprintf("replaying round %d: %v", e.Round, e.Err) }
+func (e *ReplayError) Unwrap() error { return e.Err }
+
+// replayer closes stored rounds again: the network's params, the round configuration, and
+// what the stored shards must name.
+type replayer struct {
+	p            *Params
+	cfg          round.Config
+	network, run string
+	maxPayload   int
+}
+
+// replayFrom closes the stored rounds from st (the global state of a checkpoint or
+// genesis) and led (the ledger of the same round) up to round to, exclusive: for each, its
+// record and shards from s, the contributions joined (core.JoinShards) and weighed by the
+// ledger in force (core.WeightsOf), the round closed (round.Step) and the record applied.
+// The model root must be the record's and applying the record must give its NewRoot, at
+// every round (a *ReplayError otherwise).
+func (rp *replayer) replayFrom(s *store.Store, st round.State, led *incentives.State, to uint64) (round.State, *incentives.State, error) {
+	for r := st.Round; r < to; r++ {
+		rec, err := s.Record(r)
+		if err == nil && rec == nil {
+			err = errors.New("no record stored")
+		}
+		if err != nil {
+			return st, led, &ReplayError{Round: r, Err: err}
+		}
+		if st, led, err = rp.replayOne(s, st, led, rec); err != nil {
+			return st, led, &ReplayError{Round: r, Err: err}
+		}
+	}
+	return st, led, nil
+}
+
+// replayOne closes the round of rec again from st and led.
+func (rp *replayer) replayOne(s *store.Store, st round.State, led *incentives.State, rec *incentives.Record) (round.State, *incentives.State, error) {
+	contribs, err := rp.contributions(s, rec)
+	if err != nil {
+		return st, led, err
+	}
+	peers := make([]string, len(rec.Contributions))
+	for i, c := range rec.Contributions {
+		peers[i] = c.Peer
+	}
+	next, _, err := round.Step(rp.cfg, st, contribs, core.WeightsOf(led, peers))
+	if err != nil {
+		return st, led, err
+	}
+	if root := next.Root(); !bytes.Equal(root[:], rec.ModelRoot) {
+		return st, led, fmt.Errorf("the stored shards give model root %x, the record says %x", root[:8], rec.ModelRoot[:min(8, len(rec.ModelRoot))])
+	}
+	nextLed, _, err := led.Apply(rec, rp.p.Checker)
+	if err != nil {
+		return st, led, err
+	}
+	return next, nextLed, nil
+}
+
+// contributions reads the stored shards of rec's round and joins each contribution it
+// lists: every shard decoded (verify.UnmarshalShard, with the network's payload cap), of
+// the round, network, run, peer and index it is stored under, its payload CID one the
+// record lists for that peer, every listed CID there.
+func (rp *replayer) contributions(s *store.Store, rec *incentives.Record) ([]round.Contribution, error) {
+	stored, err := s.Shards(rec.Round)
+	if err != nil {
+		return nil, err
+	}
+	byPeer := map[string][]*verify.Shard{}
+	for _, sh := range stored {
+		v, err := verify.UnmarshalShard(sh.Data, rp.maxPayload)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d of %s: %w", sh.Index, sh.Peer, err)
+		}
+		h := &v.Header
+		if !bytes.Equal(verify.PayloadCID(v.Payload), h.PayloadCID) {
+			return nil, fmt.Errorf("shard %d of %s: its payload does not hash to its CID", sh.Index, sh.Peer)
+		}
+		if h.Round != rec.Round || h.Peer != sh.Peer || h.Index != sh.Index || h.Network != rp.network || h.Run != rp.run {
+			return nil, fmt.Errorf("shard stored as %d of %s is %d of %s for round %d of %s/%s", sh.Index, sh.Peer, h.Index, h.Peer, h.Round, h.Network, h.Run)
+		}
+		byPeer[sh.Peer] = append(byPeer[sh.Peer], v)
+	}
+	out := make([]round.Contribution, 0, len(rec.Contributions))
+	for _, c := range rec.Contributions {
+		shards := byPeer[c.Peer]
+		if err := sameCIDs(shards, c.Shards); err != nil {
+			return nil, fmt.Errorf("contribution of %s: %w", c.Peer, err)
+		}
+		joined, err := core.JoinShards(shards, rp.p.Limits)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, joined)
+	}
+	return out, nil
+}
+
+// sameCIDs checks that shards carry exactly the payload CIDs listed (sorted, distinct, as
+// in a canonical record).
+func sameCIDs(shards []*verify.Shard, listed [][]byte) error {
+	if len(shards) != len(listed) {
+		return fmt.Errorf("%d shards stored, the record lists %d", len(shards), len(listed))
+	}
+	for _, sh := range shards {
+		if _, found := slices.BinarySearchFunc(listed, sh.Header.PayloadCID, bytes.Compare); !found {
+			return fmt.Errorf("shard %d has a payload CID the record does not list", sh.Header.Index)
+		}
+	}
+	return nil
+}
+
+// replayStart is where a replay starts: the latest checkpoint the store keeps at or
+// before round to, else genesis (init, θ_0, and the genesis ledger from the spec).
+func (rp *replayer) replayStart(s *store.Store, lim checkpoint.Limits, init round.State, to uint64) (round.State, *incentives.State, uint64, error) {
+	infos, err := s.Checkpoints()
+	if err != nil {
+		return round.State{}, nil, 0, err
+	}
+	for i := len(infos) - 1; i >= 0; i-- {
+		if infos[i].Round > to {
+			continue
+		}
+		c, _, err := s.LoadCheckpoint(infos[i].Round, lim)
+		if err != nil {
+			return round.State{}, nil, 0, err
+		}
+		return c.Model, c.Ledger, c.Round, nil
+	}
+	led, err := rp.p.GenesisState()
+	return init, led, 0, err
+}

@@ -1,0 +1,160 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/round"
+)
+
+// resumePoint is where a node's training starts: the global state and ledger of the
+// store's head, the round of its first local work, and its local state (nil: none).
+type resumePoint struct {
+	state  round.State
+	ledger *incentives.State
+	first  uint64
+	local  *localState
+}
+
+// freshStart is the resume point of a home that never trained: θ_0 at round 0.
+func freshStart(p *Params, led *incentives.State) (resumePoint, error) {
+	st, err := p.Initial()
+	return resumePoint{state: st, ledger: led}, err
+}
+
+// resume finds where the node's training starts on its home. A home that never trained
+// starts at θ_0, and notes that it trained (an empty local state in the store). Any other
+// rebuilds the state of the store's head: from the last checkpoint it keeps (or genesis),
+// each stored round is closed again from its record and shards and must give the record's
+// roots; the ledger reached must be the stored one. Its local work goes on past the rounds
+// it may have signed before it stopped (head + delay + 1), with the local state it saved
+// last, if that one restores. It logs one line.
+func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger) (resumePoint, error) {
+	led := l.state.Load()
+	_, blob, trained, err := l.st.Local()
+	if err != nil {
+		return resumePoint{}, fmt.Errorf("reading the local state: %w", err)
+	}
+	if led.Round == 0 && !trained {
+		rp, err := freshStart(p, led)
+		if err != nil {
+			return rp, err
+		}
+		empty, _ := (&localState{}).marshal()
+		return rp, l.st.PutLocal(0, empty)
+	}
+	began := time.Now()
+	rep := &replayer{p: p, cfg: p.RoundConfig(self, 1), network: s.NetworkID(), run: s.Run, maxPayload: s.Training.Compression.MaxShardBytes}
+	init, err := p.Initial()
+	if err != nil {
+		return resumePoint{}, err
+	}
+	lim := checkpoint.Limits{Network: s.NetworkID(), Run: s.Run, Like: init.Params}
+	st, startLed, c, err := rep.replayStart(l.st, lim, init, led.Round)
+	if err != nil {
+		return resumePoint{}, fmt.Errorf("resuming at round %d: %w", led.Round, err)
+	}
+	model, replayed, err := rep.replayFrom(l.st, st, startLed, led.Round)
+	if err != nil {
+		return resumePoint{}, fmt.Errorf("resuming at round %d: %w", led.Round, err)
+	}
+	if !bytes.Equal(replayed.Head, led.Head) {
+		return resumePoint{}, fmt.Errorf("resuming at round %d: the replayed ledger's root %x is not the stored one %x", led.Round, replayed.Head, led.Head)
+	}
+	rp := resumePoint{state: model, ledger: led, first: led.Round + uint64(p.round.Delay) + 1}
+	if trained && len(blob) > 0 {
+		if rp.local, err = decodeLocal(blob, values(init.Params)); err != nil {
+			log.Warn("the saved local state does not decode: training on without it", "err", err)
+		}
+	}
+	log.Info(fmt.Sprintf("resumed at round %d from checkpoint %d, replayed %d rounds, in %.1f seconds", led.Round, c, led.Round-c, time.Since(began).Seconds()),
+		"round", led.Round, "checkpoint", c, "replayed", led.Round-c, "seconds", time.Since(began).Seconds(), "first_local_round", rp.first)
+	return rp, nil
+}
+
+// values is the number of values in ts.
+func values(ts []training.Tensor) int {
+	n := 0
+	for _, t := range ts {
+		n += len(t.Data)
+	}
+	return n
+}
+
+// saveLocal saves the node's local state now that round is the first open one, every
+// checkpoint_every rounds (the checkpoints' cadence), in its own key of the store, and
+// drops the stored shards of the rounds before the latest checkpoint the store keeps. The
+// loop calls it after a commit: the state is copied there, then encoded and written off
+// the loop, one save at a time (a save due while the last is still being written is
+// skipped). A failure is logged: the local state is the node's own, and a restart without
+// it trains on from fresh optimizer and codec state.
+func (n *Node) saveLocal(round uint64) {
+	every := uint64(n.opts.Spec.Agreement.CheckpointEvery)
+	if every == 0 || round%every != 0 {
+		return
+	}
+	if !n.train.saving.TryLock() {
+		n.log.Warn("the last local state is still being saved: skipping this one", "round", round)
+		return
+	}
+	ls := n.train.loop.takeLocal(round)
+	go func() {
+		defer n.train.saving.Unlock()
+		blob, err := ls.marshal()
+		if err == nil {
+			err = n.ledger.st.PutLocal(round, blob)
+		}
+		if err == nil {
+			err = n.pruneShards()
+		}
+		if err != nil {
+			n.log.Warn("saving the local state", "round", round, "err", err)
+		}
+	}()
+}
+
+// pruneShards drops the stored shards a replay no longer needs: those of the rounds before
+// the latest checkpoint the store keeps (none without a checkpoint).
+func (n *Node) pruneShards() error {
+	info, err := n.ledger.st.LatestCheckpoint()
+	if errors.Is(err, store.ErrNoCheckpoint) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return n.ledger.st.PruneShards(info.Round)
+}
+
+// restoreLocal gives the core and the trainer what rp says: local work from rp.first on,
+// and the local state, which is dropped with a warning if it does not restore (it is the
+// node's own; training goes on without it).
+func restoreLocal(rp resumePoint, c *core.Core, tr *trainer, h int, log *slog.Logger) error {
+	var ml *round.LocalState
+	if rp.local != nil && rp.local.Round <= rp.state.Round {
+		ml = &rp.local.Machine
+		if err := tr.restore(rp.local, (rp.state.Round+2)*uint64(h)); err != nil {
+			log.Warn("the saved local state does not restore: training on without it", "err", err)
+			ml = nil
+		}
+	}
+	if rp.first == rp.state.Round && ml == nil {
+		return nil
+	}
+	if err := c.Resume(rp.first, ml); err != nil {
+		if ml == nil {
+			return err
+		}
+		log.Warn("the saved local state does not restore: training on without it", "err", err)
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node/store"
+)
+
+// copyHome copies a stopped node's home directory (its files, not subdirectories).
+func copyHome(t *testing.T, h configs.Home) configs.Home {
+	t.Helper()
+	dst := configs.Home{Dir: filepath.Join(t.TempDir(), "home")}
+	if err := os.MkdirAll(dst.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(h.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(h.Dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst.Dir, e.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// tamper edits the bucket of a store file in place: edit gets each key and value of the
+// round's entries (a round key prefix) and returns the new value (nil: delete the entry).
+func tamper(t *testing.T, path, bucket string, round uint64, edit func(k, v []byte) []byte) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	prefix := []byte{0, 0, 0, 0, 0, 0, 0, byte(round)}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucket))
+		type kv struct{ k, v []byte }
+		var todo []kv
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, v = c.Next() {
+			todo = append(todo, kv{append([]byte(nil), k...), edit(k, append([]byte(nil), v...))})
+		}
+		if len(todo) == 0 {
+			t.Fatalf("no entry of round %d in %s", round, bucket)
+		}
+		for _, e := range todo[:1] { // the first entry only
+			if e.v == nil {
+				if err := b.Delete(e.k); err != nil {
+					return err
+				}
+			} else if err := b.Put(e.k, e.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flipMiddle flips a byte in the middle of a value: in a shard, of its payload.
+func flipMiddle(_, v []byte) []byte {
+	v[len(v)/2] ^= 0x55
+	return v
+}
+
+// checkTamperedHomesRefused: copies of a stopped node's home with one shard or record of
+// round 1 changed on disk are each refused at start with an error naming round 1, never a
+// panic.
+func checkTamperedHomesRefused(t *testing.T, ctx context.Context, h configs.Home, cfg *configs.Config, s *configs.Spec) {
+	t.Helper()
+	for name, edit := range map[string]struct {
+		bucket string
+		edit   func(k, v []byte) []byte
+	}{
+		"shard byte flipped":  {"shards", flipMiddle},
+		"shard missing":       {"shards", func(_, _ []byte) []byte { return nil }},
+		"shard oversized":     {"shards", func(_, _ []byte) []byte { return make([]byte, store.MaxShardBytes+1) }},
+		"record byte flipped": {"records", flipMiddle},
+	} {
+		home := copyHome(t, h)
+		tamper(t, home.StorePath(), edit.bucket, 1, edit.edit)
+		n, err := New(ctx, Options{Home: home, Config: cfg, Spec: s, Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			n.Close()
+			t.Errorf("%s: the node started", name)
+			continue
+		}
+		var re *ReplayError
+		if !strings.Contains(err.Error(), "round 1") || !errors.As(err, &re) && !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("%s: %v, want an error naming round 1", name, err)
+		}
+		t.Logf("%s: %v", name, err)
+	}
+}

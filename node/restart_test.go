@@ -1,0 +1,213 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/p2p/p2ptest"
+)
+
+// restartSwarm is a bootstrap node and n training nodes on one generated spec with short
+// deadlines (a restarted node waits for the deadline in the rounds it skips) and a local
+// state saved every other round. The last node runs until its stop is called.
+type restartSwarm struct {
+	spec   *configs.Spec
+	homes  []configs.Home
+	cfgs   []*configs.Config
+	nodes  []*Node
+	stop   func() // stops the last node and waits for it
+	bootMA string
+}
+
+func startRestartSwarm(t *testing.T, ctx context.Context, n int) *restartSwarm {
+	t.Helper()
+	rs := &restartSwarm{homes: make([]configs.Home, n), cfgs: make([]*configs.Config, n)}
+	ids := make([]string, n)
+	for i := range rs.homes {
+		rs.homes[i], rs.cfgs[i], _ = newHome(t)
+		key, err := rs.homes[i].LoadIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(key)
+		ids[i] = id.String()
+	}
+	rs.spec = swarmSpec(t, ids)
+	rs.spec.Round = configs.RoundSpec{DeadlineMin: 1, DeadlineMax: 4}
+	rs.spec.Agreement.CheckpointEvery = 2
+	if err := rs.spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bh, bc, _ := newHome(t)
+	boot := runNode(t, ctx, Options{Home: bh, Config: bc, Spec: rs.spec, Role: configs.RoleBootstrap})
+	rs.bootMA = fmt.Sprintf("%s/p2p/%s", boot.host.Addrs()[0], boot.ID())
+	for i := range rs.homes {
+		rs.cfgs[i].P2P.Bootstrap = []string{rs.bootMA}
+		if i < n-1 {
+			rs.nodes = append(rs.nodes, runNode(t, ctx, Options{Home: rs.homes[i], Config: rs.cfgs[i], Spec: rs.spec}))
+		}
+	}
+	rs.startLast(t, ctx)
+	return rs
+}
+
+// startLast starts (again) the last node on its home. It returns the node and, read
+// before it runs, its first open round and the state root of the round before.
+func (rs *restartSwarm) startLast(t *testing.T, ctx context.Context) (*Node, uint64, string) {
+	t.Helper()
+	i := len(rs.homes) - 1
+	n, err := New(ctx, Options{Home: rs.homes[i], Config: rs.cfgs[i], Spec: rs.spec, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := n.train.loop.core
+	next, model := c.View().NextClose, c.ModelRoot()
+	var root [32]byte
+	if next > 0 { // the ledger computes a round's root with the head of the round before
+		rec, err := n.ledger.st.Record(next - 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		led := *c.Ledger()
+		led.Head = rec.PrevRoot
+		root = incentives.StateRoot(next-1, model[:], led.Root())
+		if n.train.loop.train.inner.Steps() == 0 || len(c.Local().Codec.Tensors) == 0 {
+			t.Errorf("resumed at round %d without its local state (inner steps %d)", next, n.train.loop.train.inner.Steps())
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.Run(ctx) }()
+	stopped := false
+	rs.stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("node %s: %v", n.ID(), err)
+			}
+		}
+	}
+	t.Cleanup(rs.stop)
+	if len(rs.nodes) == i {
+		rs.nodes = append(rs.nodes, n)
+	} else {
+		rs.nodes[i] = n
+	}
+	return n, next, hex.EncodeToString(root[:])
+}
+
+// closedRounds waits until n has closed at least k rounds since it started.
+func closedRounds(t *testing.T, ctx context.Context, n *Node, k int) *TrainingStatus {
+	t.Helper()
+	var st *TrainingStatus
+	if err := p2ptest.Poll(ctx, fmt.Sprintf("%d rounds closed", k), 50*time.Millisecond, func() bool {
+		st = n.trainingStatus()
+		return len(st.Rounds) >= k
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// storedRoots reads the state root of every record a home's store holds, and its ledger.
+func storedRoots(t *testing.T, h configs.Home) ([]string, *incentives.State) {
+	t.Helper()
+	s, err := store.Open(h.StorePath(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var roots []string
+	err = s.Records(0, func(r uint64, data []byte) error {
+		rec, err := incentives.DecodeRecord(data)
+		if err != nil {
+			return err
+		}
+		roots = append(roots, hex.EncodeToString(rec.NewRoot))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	led, err := s.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roots, led
+}
+
+// TestRestartResumesAtTheCommittedRound: in a swarm of three, one node stopped after a few
+// rounds and started again on the same home resumes at its last committed round with the
+// state root it committed for it, keeps every round it committed, and goes on closing
+// rounds, contributing again from the second round after it (it may have signed shards
+// of the two before it stopped). Copies of its home with a shard or record changed on disk
+// do not start, with an error naming the round.
+func TestRestartResumesAtTheCommittedRound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rs := startRestartSwarm(t, ctx, 3)
+	last := len(rs.nodes) - 1
+	before := closedRounds(t, ctx, rs.nodes[last], 4)
+	rs.stop()
+	roots, led := storedRoots(t, rs.homes[last])
+	if uint64(len(roots)) != led.Round || led.Round < 4 {
+		t.Fatalf("%d records for a ledger at round %d", len(roots), led.Round)
+	}
+	logged := before.Rounds
+	for _, r := range logged {
+		if r.Round < uint64(len(roots)) && r.StateRoot != roots[r.Round] {
+			t.Fatalf("round %d: logged state root %s, stored %s", r.Round, r.StateRoot, roots[r.Round])
+		}
+	}
+
+	checkTamperedHomesRefused(t, ctx, rs.homes[last], rs.cfgs[last], rs.spec)
+
+	n, next, root := rs.startLast(t, ctx)
+	if next != led.Round || root != roots[led.Round-1] {
+		t.Fatalf("resumed at round %d with state root %s, want round %d with %s", next, root, led.Round, roots[led.Round-1])
+	}
+	after := closedRounds(t, ctx, n, 3)
+	for _, r := range after.Rounds[:3] {
+		if own := slices.Contains(r.Included, n.ID().String()); own != (r.Round >= next+2) {
+			t.Errorf("round %d after the restart at %d: own contribution included %v", r.Round, next, own)
+		}
+	}
+	again, led2 := storedRoots2(t, n)
+	if led2 < led.Round+3 {
+		t.Fatalf("after the restart the ledger is at round %d, want %d or more", led2, led.Round+3)
+	}
+	for r, root := range roots {
+		if again[r] != root {
+			t.Fatalf("round %d committed before the restart: root %s, now %s", r, root, again[r])
+		}
+	}
+}
+
+// storedRoots2 reads the roots of a running node's store.
+func storedRoots2(t *testing.T, n *Node) ([]string, uint64) {
+	t.Helper()
+	var roots []string
+	err := n.ledger.st.Records(0, func(r uint64, data []byte) error {
+		rec, err := incentives.DecodeRecord(data)
+		if err != nil {
+			return err
+		}
+		roots = append(roots, hex.EncodeToString(rec.NewRoot))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roots, n.ledger.state.Load().Round
+}
