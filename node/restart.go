@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/node/core"
-	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
@@ -92,7 +90,7 @@ func values(ts []training.Tensor) int {
 
 // saveLocal saves the node's local state now that round is the first open one, every
 // checkpoint_every rounds (the checkpoints' cadence), in its own key of the store, and
-// drops the stored shards of the rounds before the latest checkpoint the store keeps. The
+// drops the stored shards of the rounds before the oldest checkpoint the store keeps. The
 // loop calls it after a commit: the state is copied there, then encoded and written off
 // the loop, one save at a time (a save due while the last is still being written is
 // skipped). A failure is logged: the local state is the node's own, and a restart without
@@ -123,16 +121,15 @@ func (n *Node) saveLocal(round uint64) {
 }
 
 // pruneShards drops the stored shards a replay no longer needs: those of the rounds before
-// the latest checkpoint the store keeps (none without a checkpoint).
+// the oldest checkpoint the store keeps (none without a checkpoint), so that a restart can
+// still replay from an older kept checkpoint when a newer one does not load, and peers can
+// fetch the contributions of every round since it.
 func (n *Node) pruneShards() error {
-	info, err := n.ledger.st.LatestCheckpoint()
-	if errors.Is(err, store.ErrNoCheckpoint) {
-		return nil
-	}
-	if err != nil {
+	kept, err := n.ledger.st.Checkpoints()
+	if err != nil || len(kept) == 0 {
 		return err
 	}
-	return n.ledger.st.PruneShards(info.Round)
+	return n.ledger.st.PruneShards(kept[0].Round)
 }
 
 // restoreLocal gives the core and the trainer what rp says: local work from rp.first on,

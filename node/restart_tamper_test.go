@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,6 +41,37 @@ func copyHome(t *testing.T, h configs.Home) configs.Home {
 		}
 	}
 	return dst
+}
+
+// replayedRound makes a stopped node's home replay from its oldest kept checkpoint (the
+// later ones are dropped) and returns the first round that replay covers: 1 without a
+// checkpoint (round 0 has no shards when the node joined it late), else the checkpoint's
+// round.
+func replayedRound(t *testing.T, h configs.Home) uint64 {
+	t.Helper()
+	st, err := store.Open(h.StorePath(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	kept, err := st.Checkpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) == 0 {
+		return 1
+	}
+	if err := st.DropCheckpointsAfter(kept[0].Round); err != nil {
+		t.Fatal(err)
+	}
+	led, err := st.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept[0].Round >= led.Round {
+		t.Fatalf("the oldest kept checkpoint is of round %d, the ledger at %d: nothing to replay", kept[0].Round, led.Round)
+	}
+	return kept[0].Round
 }
 
 // tamper edits the bucket of a store file in place: edit gets each key and value of the
@@ -100,7 +132,8 @@ func checkTamperedHomesRefused(t *testing.T, ctx context.Context, h configs.Home
 		"record byte flipped": {"records", flipMiddle},
 	} {
 		home := copyHome(t, h)
-		tamper(t, home.StorePath(), edit.bucket, 1, edit.edit)
+		r := replayedRound(t, home)
+		tamper(t, home.StorePath(), edit.bucket, r, edit.edit)
 		n, err := New(ctx, Options{Home: home, Config: cfg, Spec: s, Logger: slog.New(slog.DiscardHandler)})
 		if err == nil {
 			n.Close()
@@ -108,8 +141,8 @@ func checkTamperedHomesRefused(t *testing.T, ctx context.Context, h configs.Home
 			continue
 		}
 		var re *ReplayError
-		if !strings.Contains(err.Error(), "round 1") || !errors.As(err, &re) && !errors.Is(err, store.ErrCorrupt) {
-			t.Errorf("%s: %v, want an error naming round 1", name, err)
+		if !strings.Contains(err.Error(), fmt.Sprintf("round %d", r)) || !errors.As(err, &re) && !errors.Is(err, store.ErrCorrupt) {
+			t.Errorf("%s: %v, want an error naming round %d", name, err, r)
 		}
 		t.Logf("%s: %v", name, err)
 	}
