@@ -130,7 +130,10 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		stash:     func() int { e, _ := n.checks.stash.Len(); return e },
 	}
 	n.train, err = newTraining(p, s, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
-	return err
+	if err != nil || n.opts.Adversary == "" {
+		return err
+	}
+	return n.startAdversary(key)
 }
 
 // genesisPresent reports whether every genesis peer but self is on the shards topic.
