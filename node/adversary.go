@@ -68,10 +68,13 @@ func CheckAdversary(kind string, cfg *configs.Config, spec *configs.Spec) error 
 
 // Sizes of the adversary's memory.
 const (
-	replayLag   = 3    // rounds between a shard's round and its replay: past the replay window
-	staleRounds = 3    // rounds a stale node's pseudo-gradient is behind
-	seenRounds  = 4    // own pseudo-gradients alie and ipm estimate the honest ones from
-	maxCrafted  = 1024 // crafted messages its own validators remember
+	replayLag = 3 // rounds between a shard's round and its replay: past the replay window
+	// equivocateAt is the round an equivocating node equivocates in: its third, once every
+	// peer holds its bundle and the rounds close on the adaptive deadline.
+	equivocateAt = 2
+	staleRounds  = 3    // rounds a stale node's pseudo-gradient is behind
+	seenRounds   = 4    // own pseudo-gradients alie and ipm estimate the honest ones from
+	maxCrafted   = 1024 // crafted messages its own validators remember
 )
 
 // adversary makes a node misbehave in one way. The loop's publish and attest and the
@@ -208,13 +211,30 @@ func (a *adversary) shards(data []byte) ([][]byte, error) {
 	case AdvReplay:
 		return a.replay(data)
 	case AdvNaN:
-		bad, err := a.resign(data, nanPayload)
+		bad, err := a.resign(data, nanPayload, nil)
 		return [][]byte{bad}, err
 	case AdvEquivocate:
-		other, err := a.resign(data, variantPayload)
-		return [][]byte{data, other}, err
+		return a.equivocate(data)
 	}
 	return [][]byte{data}, nil
+}
+
+// equivocate sends, in round equivocateAt, a second shard for each of its slots ahead of
+// its own: another valid payload, signed by its epoch key, in a header that claims one
+// shard more, so that no node completes the contribution from the second alone and closes
+// the round before its own arrives to prove the equivocation. Other rounds it sends as an
+// honest node does: one offence is enough to test, and further ones would land in
+// different rounds' records on different nodes until the nodes agree on records.
+func (a *adversary) equivocate(data []byte) ([][]byte, error) {
+	s, err := verify.UnmarshalShard(data, a.max)
+	if err != nil {
+		return nil, err
+	}
+	if s.Header.Round != equivocateAt {
+		return [][]byte{data}, nil
+	}
+	other, err := a.resign(data, variantPayload, func(h *verify.ShardHeader) { h.Count++ })
+	return [][]byte{other, data}, err
 }
 
 // replay holds the shard back and returns the shards of replayLag rounds before, whose
@@ -241,9 +261,9 @@ func (a *adversary) replay(data []byte) ([][]byte, error) {
 	return old, nil
 }
 
-// resign returns the shard with its payload changed by change, signed again by the node's
-// epoch key: a well-signed shard of the node's own.
-func (a *adversary) resign(data []byte, change func([]byte) ([]byte, error)) ([]byte, error) {
+// resign returns the shard with its payload changed by change (and its header by header,
+// if set), signed again by the node's epoch key: a well-signed shard of the node's own.
+func (a *adversary) resign(data []byte, change func([]byte) ([]byte, error), header func(*verify.ShardHeader)) ([]byte, error) {
 	s, err := verify.UnmarshalShard(data, a.max)
 	if err != nil {
 		return nil, err
@@ -251,6 +271,9 @@ func (a *adversary) resign(data []byte, change func([]byte) ([]byte, error)) ([]
 	payload, err := change(s.Payload)
 	if err != nil {
 		return nil, err
+	}
+	if header != nil {
+		header(&s.Header)
 	}
 	out, err := verify.SignShard(a.signer.Key, s.Header, payload)
 	if err != nil {

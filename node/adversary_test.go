@@ -179,16 +179,23 @@ func TestAdversaryNaNReachesTheWire(t *testing.T) {
 }
 
 // TestAdversaryEquivocateSendsTwoValidShardsPerSlot: an equivocating node sends, for each
-// of its slots, its shard and a second one, both signed by its epoch key and both passing
-// the content check, with different payloads.
+// of its slots of round equivocateAt, a second shard and then its own, both signed by its
+// epoch key and both passing the content check, with different payloads, the first
+// claiming one shard more; its other rounds' shards go out as they are.
 func TestAdversaryEquivocateSendsTwoValidShardsPerSlot(t *testing.T) {
 	f := newAdvFixture(t, AdvEquivocate, nil)
+	for i := range f.shards {
+		f.shards[i] = rerounded(t, f, f.shards[i], equivocateAt)
+	}
 	sent := f.sendOwn(t)
 	if len(sent) != 2*len(f.shards) {
 		t.Fatalf("sent %d shards for %d slots", len(sent), len(f.shards))
 	}
 	for i := 0; i < len(sent); i += 2 {
-		a, b := sent[i], sent[i+1]
+		b, a := sent[i], sent[i+1]
+		if !bytes.Equal(f.sent[p2p.KindShards][i+1], f.shards[i/2]) || b.Header.Count != a.Header.Count+1 {
+			t.Fatalf("slot %d: not the second shard (count %d) and then its own (count %d)", i/2, b.Header.Count, a.Header.Count)
+		}
 		if a.Header.Round != b.Header.Round || a.Header.Peer != b.Header.Peer || a.Header.Index != b.Header.Index {
 			t.Fatalf("not one slot: %+v and %+v", a.Header, b.Header)
 		}
@@ -202,6 +209,36 @@ func TestAdversaryEquivocateSendsTwoValidShardsPerSlot(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range []uint64{0, equivocateAt + 1} {
+		other := rerounded(t, f, f.shards[0], r)
+		before := len(f.sent[p2p.KindShards])
+		if err := f.a.publish(context.Background(), f.publish, p2p.KindShards, other); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.sent[p2p.KindShards][before:]; len(got) != 1 || !bytes.Equal(got[0], other) {
+			t.Fatalf("round %d: sent %d shards, want its own only", r, len(got))
+		}
+	}
+}
+
+// rerounded is a shard's payload in a shard for round r, signed by the fixture's key.
+func rerounded(t *testing.T, f *advFixture, data []byte, r uint64) []byte {
+	t.Helper()
+	s, err := verify.UnmarshalShard(data, f.a.max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.Header
+	h.Round = r
+	sh, err := verify.SignShard(f.signer.Key, h, s.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sh.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestAdversarySilentSendsNoShard: a silent node publishes no shard, and its bundle as
@@ -220,19 +257,9 @@ func TestAdversarySilentSendsNoShard(t *testing.T) {
 // round r are due, its shards of round r−3 unchanged, and nothing of the round itself.
 func TestAdversaryReplaySendsOldRoundsShards(t *testing.T) {
 	f := newAdvFixture(t, AdvReplay, nil)
-	s, err := verify.UnmarshalShard(f.shards[0], f.a.max)
-	if err != nil {
-		t.Fatal(err)
-	}
 	byRound := map[uint64][]byte{}
 	for r := uint64(0); r < 6; r++ {
-		h := s.Header
-		h.Round = r
-		sh, err := verify.SignShard(f.signer.Key, h, s.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		byRound[r], _ = sh.Marshal()
+		byRound[r] = rerounded(t, f, f.shards[0], r)
 		before := len(f.sent[p2p.KindShards])
 		if err := f.a.publish(context.Background(), f.publish, p2p.KindShards, byRound[r]); err != nil {
 			t.Fatal(err)
