@@ -3,9 +3,35 @@ package node
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/round"
 )
+
+// StatisticalKinds are the adversary kinds that change only the pseudo-gradient sent.
+var StatisticalKinds = AdversaryKinds[:7]
+
+// AdversaryUpdater is a statistical adversary without a node: `bench train --adversaries`
+// makes workers of the round machines misbehave with it. Not safe for concurrent use.
+type AdversaryUpdater struct{ a adversary }
+
+// NewAdversaryUpdater returns the updater of a statistical kind for the peer named self.
+func NewAdversaryUpdater(kind, self string) (*AdversaryUpdater, error) {
+	if !slices.Contains(StatisticalKinds, kind) {
+		return nil, fmt.Errorf("adversary %q is not one of the statistical kinds %v", kind, StatisticalKinds)
+	}
+	return &AdversaryUpdater{a: adversary{kind: kind, self: self}}, nil
+}
+
+// Update returns the parameters the adversary hands its round machine after the work of
+// round r moved base to local: base − Δ'.
+func (u *AdversaryUpdater) Update(r uint64, base, local []training.Tensor) ([]training.Tensor, error) {
+	return u.a.update(round.Start{Round: r, Params: base}, local)
+}
 
 // Constants of the statistical kinds.
 const (
