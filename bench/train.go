@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/lowband/lowband/configs"
@@ -75,6 +76,11 @@ type TrainOptions struct {
 	// model comes from it, and the compressed modes check shards and bound contributions
 	// as its nodes do.
 	Spec *node.Params
+
+	// Adversary, with Adversaries above 0, makes the first Adversaries workers of the
+	// compressed modes misbehave in that statistical way (node.StatisticalKinds).
+	Adversary   string
+	Adversaries int
 }
 
 // DefaultFMNISTDir is where Debian's dataset-fashion-mnist package installs the data.
@@ -148,6 +154,12 @@ func (o *TrainOptions) validate() error {
 	}
 	if o.TargetRatio < 0 {
 		return fmt.Errorf("bench train: target ratio %v is negative", o.TargetRatio)
+	}
+	if o.Adversaries < 0 || o.Adversaries >= o.Workers {
+		return fmt.Errorf("bench train: %d adversaries among %d workers", o.Adversaries, o.Workers)
+	}
+	if o.Adversaries > 0 && !slices.Contains(node.StatisticalKinds, o.Adversary) {
+		return fmt.Errorf("bench train: adversary %q is not one of %v", o.Adversary, node.StatisticalKinds)
 	}
 	for _, p := range [][2]float64{{o.OuterLR, o.Momentum}, {o.CompressOuterLR, o.CompressMomentum}, {o.DelayOuterLR, o.DelayMomentum}} {
 		if !(p[0] > 0 && p[0] <= 10) || !(p[1] >= 0 && p[1] < 1) {

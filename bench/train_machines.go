@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/lowband/lowband/node"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
@@ -51,6 +52,14 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		ms[w], starts[w] = m, s.Params
 	}
 	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true, check: opt.shardCheck()}
+	advs := make([]*node.AdversaryUpdater, opt.Adversaries)
+	for w := range advs {
+		a, err := node.NewAdversaryUpdater(opt.Adversary, peerID(w))
+		if err != nil {
+			return nil, err
+		}
+		advs[w] = a
+	}
 	for r := 0; r < opt.Rounds; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -58,6 +67,11 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		locals, err := localPhase(opt, ws, sim.starts)
 		if err != nil {
 			return nil, err
+		}
+		for w, a := range advs {
+			if locals[w], err = a.Update(uint64(r), sim.starts[w], locals[w]); err != nil {
+				return nil, err
+			}
 		}
 		if err := sim.round(uint64(r), locals); err != nil {
 			return nil, err

@@ -32,6 +32,7 @@ type Spec struct {
 	Time       TimeSpec       `toml:"time" cbor:"13,keyasint"`
 	Round      RoundSpec      `toml:"round" cbor:"14,keyasint"`
 	Agreement  AgreementSpec  `toml:"agreement" cbor:"15,keyasint"`
+	Testing    TestingSpec    `toml:"testing" cbor:"16,keyasint"`
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)

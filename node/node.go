@@ -32,6 +32,9 @@ type Options struct {
 	Role    string // configs.RoleNode or configs.RoleBootstrap; empty uses Config.Role
 	Logger  *slog.Logger
 	Version string
+	// Adversary, when set, makes the node misbehave in that way (AdversaryKinds); only on
+	// a network whose spec allows it.
+	Adversary string
 }
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
@@ -44,6 +47,7 @@ type Node struct {
 	ledger *ledger        // nil on a bootstrap node
 	train  *trainingParts // nil on a bootstrap node
 	checks *fullChecks    // nil on a bootstrap node
+	adv    *adversary     // nil unless the node runs an adversary mode
 	// ckptSync fetches checkpoints from peers; announce wakes the loop that announces
 	// the kept ones (both nil on a bootstrap node).
 	ckptSync *ckptSyncer
@@ -94,6 +98,9 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 		if err := attest.CheckStart(opts.Config, opts.Spec); err != nil {
 			return nil, fmt.Errorf("refusing to start: %w", err)
 		}
+		if err := CheckAdversary(opts.Adversary, opts.Config, opts.Spec); err != nil {
+			return nil, fmt.Errorf("refusing to start: %w", err)
+		}
 		if n.ledger, err = openLedger(opts.Home, opts.Spec); err != nil {
 			return nil, err
 		}
@@ -122,6 +129,9 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 		full = n.checks.checks()
 	}
 	pcfg.Validators = validators(wireOf(opts.Spec), full, met)
+	if n.adv != nil {
+		n.adv.validators(pcfg.Validators)
+	}
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}

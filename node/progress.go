@@ -49,6 +49,7 @@ type TrainingStatus struct {
 	VerifyCPUS         float64       `json:"verify_cpu_s"`
 	PeakRSSBytes       int64         `json:"peak_rss_bytes"`
 	DenseBytesPerRound int64         `json:"dense_bytes_per_round"`
+	Adversary          string        `json:"adversary,omitempty"` // the adversary mode the node runs, if any
 	Slashed            []string      `json:"slashed"`
 	Rounds             []RoundStatus `json:"rounds"`
 }
@@ -162,6 +163,13 @@ func (p *progress) logRound(r RoundStatus) {
 func (p *progress) setEpoch(e uint64) {
 	p.mu.Lock()
 	p.st.Epoch = e
+	p.mu.Unlock()
+}
+
+// setAdversary names the adversary mode the node runs.
+func (p *progress) setAdversary(kind string) {
+	p.mu.Lock()
+	p.st.Adversary = kind
 	p.mu.Unlock()
 }
 

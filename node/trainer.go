@@ -47,6 +47,8 @@ type trainer struct {
 	batch  *training.Batcher
 	h      int
 	starts chan round.Start
+	// tamper, when set, changes the parameters a round's work hands back (adversary modes).
+	tamper func(s round.Start, local []training.Tensor) ([]training.Tensor, error)
 }
 
 // newTrainer builds the node's model, inner optimizer and batches over its slice. The
@@ -119,6 +121,9 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 	}
 	out.loss = total / float64(t.h)
 	out.params = training.Snapshot(t.inner.Model.Params())
+	if t.tamper != nil {
+		out.params, out.err = t.tamper(s, out.params)
+	}
 	return out
 }
 

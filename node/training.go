@@ -128,7 +128,10 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	if err != nil {
 		return err
 	}
-	return n.startCheckpoints(reg)
+	if err := n.startCheckpoints(reg); err != nil || n.opts.Adversary == "" {
+		return err
+	}
+	return n.startAdversary(key)
 }
 
 // genesisPresent reports whether every genesis peer but self is on the shards topic.

@@ -10,13 +10,17 @@
 # they train until Ctrl-C (the summary is written on exit); --once exits as soon as the
 # swarm has formed. Every process it started is stopped on exit, Ctrl-C or error: SIGTERM
 # first, SIGKILL for anything still alive after 10 s. A node that dies, or no round closing
-# on every node within TIMEOUT_S, ends the run with exit status 1.
+# on every node within TIMEOUT_S, ends the run with exit status 1. With --adversaries
+# KIND,KIND,... the spec allows adversary modes and the first nodes run those kinds
+# (`lowband run --adversary`); summary.json marks them, and the table judges agreement over
+# the honest nodes only and says whom the honest nodes slashed.
 #
 # usage: scripts/testnet.sh [-n N] [-r ROUNDS] [-d DIR] [-b BINARY] [-t TIMEOUT_S] [--once]
+#                           [--adversaries KIND,...]
 set -euo pipefail
 
-n=4 rounds=0 dir="" bin="" timeout=120 once=0
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+n=4 rounds=0 dir="" bin="" timeout=120 once=0 adversaries=""
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     -n) n=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while [[ $# -gt 0 ]]; do
     -b) bin=$2; shift 2 ;;
     -t) timeout=$2; shift 2 ;;
     --once) once=1; shift ;;
+    --adversaries) adversaries=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "testnet: unknown argument $1" >&2; usage 2 ;;
   esac
@@ -32,6 +37,9 @@ done
 [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || { echo "testnet: -n wants a positive number, got $n" >&2; exit 2; }
 [[ $rounds =~ ^[0-9]+$ ]] || { echo "testnet: -r wants a number of rounds, got $rounds" >&2; exit 2; }
 [[ $timeout =~ ^[0-9]+$ && $timeout -ge 1 ]] || { echo "testnet: -t wants a positive number, got $timeout" >&2; exit 2; }
+advs=()
+[[ -n $adversaries ]] && IFS=, read -r -a advs <<<"$adversaries"
+[[ ${#advs[@]} -le $n ]] || { echo "testnet: ${#advs[@]} adversaries for $n nodes" >&2; exit 2; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -n $dir ]] || dir=$(mktemp -d "${TMPDIR:-/tmp}/lowband-testnet.XXXXXX")
@@ -82,10 +90,11 @@ trap 'exit 143' TERM
 
 lb() { "$bin" "$@"; }
 
-# start NAME ROLE: start a node whose home is $dir/NAME, logging to $dir/NAME/node.log.
+# start NAME ROLE [ARG...]: start a node whose home is $dir/NAME, logging to
+# $dir/NAME/node.log; the ARGs go to `lowband run`.
 start() {
   local home=$dir/$1
-  "$bin" run --home "$home" --role "$2" >"$home/node.log" 2>&1 &
+  "$bin" run --home "$home" --role "$2" "${@:3}" >"$home/node.log" 2>&1 &
   pids+=($!)
   names+=("$1")
   for _ in $(seq $((timeout * 10))); do
@@ -122,7 +131,9 @@ for h in "${homes[@]}"; do
 done
 rm -f "$dir/sim-root.key" "$dir/summary.json"
 lb attest sim-keygen --out "$dir/sim-root.key" >/dev/null
-lb testnet spec --base "$dir/node1/network.toml" --sim-key "$dir/sim-root.key" --out "$dir/network.toml" "${ids[@]}" |
+spec_args=()
+[[ ${#advs[@]} -gt 0 ]] && spec_args+=(--allow-adversaries)
+lb testnet spec --base "$dir/node1/network.toml" --sim-key "$dir/sim-root.key" --out "$dir/network.toml" "${spec_args[@]}" "${ids[@]}" |
   sed 's/^/testnet: /'
 lb testnet install --spec "$dir/network.toml" --sim-key "$dir/sim-root.key" "${homes[@]}"
 
@@ -134,7 +145,12 @@ boot_maddr=$(lb status --home "$dir/boot" --json | grep -o "/ip4/127.0.0.1/tcp/[
 
 for i in $(seq "$n"); do
   lb bootstrap add --home "$dir/node$i" "$boot_maddr" >/dev/null
-  start "node$i" node
+  if [[ $i -le ${#advs[@]} ]]; then
+    echo "testnet: node$i runs the adversary mode ${advs[$((i - 1))]}"
+    start "node$i" node --adversary "${advs[$((i - 1))]}"
+  else
+    start "node$i" node
+  fi
 done
 
 start_s=$(date +%s)

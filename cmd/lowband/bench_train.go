@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/lowband/lowband/bench"
+	"github.com/lowband/lowband/node"
+	"github.com/lowband/lowband/training/aggregate"
 	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
 	"github.com/urfave/cli/v2"
@@ -56,6 +58,9 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
 			&cli.StringFlag{Name: "pareto", Usage: "comma-separated target ratios (e.g. 30,100,300,1000): allreduce and diloco once, then both compressed modes at each ratio's byte budget; test loss against bytes"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
+			&cli.StringFlag{Name: "aggregation", Usage: "aggregation rule of the compressed modes: mean, trimmed_mean, median, centered_clip, norm_clip (default: the recipe's)"},
+			&cli.Float64Flag{Name: "trim", Value: 0.25, Usage: "trimmed_mean: fraction trimmed from each side"},
+			&cli.StringFlag{Name: "adversaries", Usage: "KIND:N: the first N workers of the compressed modes send a statistical attack (" + strings.Join(node.StatisticalKinds, ", ") + ")"},
 		},
 		Action: runBenchTrain,
 	}
@@ -107,6 +112,17 @@ func benchTrainOptions(c *cli.Context) (bench.TrainOptions, error) {
 	o.OuterLR, o.Momentum = c.Float64("outer-lr"), c.Float64("momentum")
 	o.DelayOuterLR, o.DelayMomentum = c.Float64("delay-outer-lr"), c.Float64("delay-momentum")
 	o.Modes = strings.Split(c.String("modes"), ",")
+	if m := c.String("aggregation"); m != "" {
+		o.Aggregate = aggregate.Config{Method: aggregate.Method(m), Trim: c.Float64("trim")}
+	}
+	if a := c.String("adversaries"); a != "" {
+		kind, n, ok := strings.Cut(a, ":")
+		k, err := strconv.Atoi(n)
+		if !ok || err != nil || k < 1 {
+			return o, fmt.Errorf("--adversaries wants KIND:N, got %q", a)
+		}
+		o.Adversary, o.Adversaries = kind, k
+	}
 	return o, nil
 }
 

@@ -63,10 +63,11 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run the node until SIGINT or SIGTERM",
-		UsageText: "lowband run [--home DIR] [--role node|bootstrap] [--log-format text|json] [--log-level LEVEL]",
+		UsageText: "lowband run [--home DIR] [--role node|bootstrap] [--log-format text|json] [--log-level LEVEL] [--adversary KIND]",
 		Flags: []cli.Flag{
 			homeFlag,
 			&cli.StringFlag{Name: "role", Usage: "node (trains) or bootstrap (DHT and gossip only); default from config.toml"},
+			&cli.StringFlag{Name: "adversary", Usage: "misbehave on purpose, to test a network whose spec allows it: " + strings.Join(node.AdversaryKinds, ", ")},
 			&cli.StringFlag{Name: "log-format", Usage: "text or json (default from config.toml)"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default from config.toml)"},
 		},
@@ -84,11 +85,19 @@ func runCommand() *cli.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			role := c.String("role")
+			if role == "" {
+				role = cfg.Role
+			}
+			if c.String("adversary") != "" && role != configs.RoleNode {
+				return fmt.Errorf("--adversary is for a training node, not a %s node", role)
+			}
 			log := node.NewLogger(c.App.ErrWriter, cfg.Log)
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			n, err := node.New(ctx, node.Options{
-				Home: h, Config: cfg, Spec: spec, Role: c.String("role"), Logger: log, Version: version.String(),
+				Home: h, Config: cfg, Spec: spec, Role: role, Logger: log, Version: version.String(),
+				Adversary: c.String("adversary"),
 			})
 			if err != nil {
 				return err

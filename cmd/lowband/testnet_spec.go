@@ -44,6 +44,8 @@ type localSpec struct {
 	RoundSeconds uint64  // nominal round length of the time base
 	DeadlineMin  float64 // seconds the adaptive deadline waits at least for a missing peer
 	DeadlineMax  float64 // seconds a round waits at most for a silent peer
+	// AllowAdversaries lets nodes run adversary modes (lowband run --adversary).
+	AllowAdversaries bool
 }
 
 // apply turns base into the local network's spec: named testnet, simulated evidence from
@@ -66,6 +68,7 @@ func (l localSpec) apply(s *configs.Spec) error {
 	s.Time.RoundSeconds = l.RoundSeconds
 	s.Training.InnerSteps, s.Training.BatchSize = l.InnerSteps, l.BatchSize
 	s.Round.DeadlineMin, s.Round.DeadlineMax = l.DeadlineMin, l.DeadlineMax
+	s.Testing.AllowAdversaries = l.AllowAdversaries
 	return s.Validate()
 }
 
@@ -111,6 +114,7 @@ func testnetSpecCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "round-seconds", Value: 5, Usage: "nominal round length of the time base"},
 			&cli.Float64Flag{Name: "deadline-min", Value: 15, Usage: "seconds the adaptive deadline waits at least for missing peers"},
 			&cli.Float64Flag{Name: "deadline-max", Value: 60, Usage: "seconds a round waits at most for missing peers"},
+			&cli.BoolFlag{Name: "allow-adversaries", Usage: "let nodes run adversary modes ([testing] allow_adversaries)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -124,6 +128,7 @@ func testnetSpecCommand() *cli.Command {
 				SimRoot: root.Public().(ed25519.PublicKey), Peers: c.Args().Slice(), Stake: c.Uint64("stake"),
 				Genesis: time.Now(), InnerSteps: c.Int("inner-steps"), BatchSize: c.Int("batch-size"),
 				RoundSeconds: c.Uint64("round-seconds"), DeadlineMin: c.Float64("deadline-min"), DeadlineMax: c.Float64("deadline-max"),
+				AllowAdversaries: c.Bool("allow-adversaries"),
 			}
 			s, err := writeLocalSpec(c.String("base"), c.String("out"), l)
 			if err != nil {

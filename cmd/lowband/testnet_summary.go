@@ -135,7 +135,7 @@ func summarise(nodes []namedStatus, limit int) (*testnetSummary, error) {
 			WireBytesSent: t.WireBytesSent, WireBytesReceived: t.WireBytesReceived,
 			VerifyCPUS: t.VerifyCPUS, PeakRSSBytes: t.PeakRSSBytes,
 			Slashed:   nonNil(t.Slashed),
-			Adversary: "", // /status names no adversary kind yet: every node is honest
+			Adversary: t.Adversary,
 		}
 		for k, r := range roundsFrom(t.Rounds, from, n) {
 			if r.Round != from+uint64(k) {

@@ -40,6 +40,7 @@ func writeTable(w io.Writer, nodes []namedStatus, s *testnetSummary) error {
 		fmt.Fprintf(w, "%s  %s%s\n", nodes[i].Name, n.PeerID, adversaryNote(n.Adversary))
 	}
 	writeAgreement(w, s)
+	writeSlashing(w, nodes, s)
 	writeRatios(w, nodes, s)
 	return nil
 }
@@ -116,11 +117,16 @@ func adversaryNote(kind string) string {
 	return "  (adversary: " + kind + ")"
 }
 
-// writeAgreement says whether every node ended the window with one state root and one
-// ledger root.
+// writeAgreement says whether every honest node (one running no adversary mode) ended the
+// window with one state root and one ledger root.
 func writeAgreement(w io.Writer, s *testnetSummary) {
 	var states, ledgers []string
+	who := "nodes"
 	for _, n := range s.Nodes {
+		if n.Adversary != "" {
+			who = "honest nodes"
+			continue
+		}
 		states, ledgers = append(states, n.StateRoot), append(ledgers, n.LedgerRoot)
 	}
 	for _, r := range []struct {
@@ -129,10 +135,49 @@ func writeAgreement(w io.Writer, s *testnetSummary) {
 	}{{"state root", states}, {"ledger root", ledgers}} {
 		slices.Sort(r.roots)
 		if distinct := slices.Compact(r.roots); len(distinct) == 1 {
-			fmt.Fprintf(w, "%s after %d rounds: all %d nodes agree (%s)\n", r.what, s.Rounds, len(s.Nodes), short(distinct[0]))
+			fmt.Fprintf(w, "%s after %d rounds: all %d %s agree (%s)\n", r.what, s.Rounds, len(r.roots), who, short(distinct[0]))
 		} else {
-			fmt.Fprintf(w, "%s after %d rounds: the nodes DISAGREE (%d different roots)\n", r.what, s.Rounds, len(distinct))
+			fmt.Fprintf(w, "%s after %d rounds: the %s DISAGREE (%d different roots)\n", r.what, s.Rounds, who, len(distinct))
 		}
+	}
+}
+
+// writeSlashing says, when any node runs an adversary mode or anyone was slashed, how many
+// honest nodes slashed each adversary and which honest peers any honest node slashed.
+func writeSlashing(w io.Writer, nodes []namedStatus, s *testnetSummary) {
+	var honest []nodeSummary
+	adversaries := false
+	for _, n := range s.Nodes {
+		if n.Adversary == "" {
+			honest = append(honest, n)
+		} else {
+			adversaries = true
+		}
+	}
+	slashedBy := func(peer string) int {
+		k := 0
+		for _, h := range honest {
+			if slices.Contains(h.Slashed, peer) {
+				k++
+			}
+		}
+		return k
+	}
+	var wronged []string
+	for i, n := range s.Nodes {
+		k := slashedBy(n.PeerID)
+		switch {
+		case n.Adversary != "":
+			fmt.Fprintf(w, "adversary %s (%s): slashed by %d of %d honest nodes\n", nodes[i].Name, n.Adversary, k, len(honest))
+		case k > 0:
+			wronged = append(wronged, fmt.Sprintf("%s by %d", nodes[i].Name, k))
+		}
+	}
+	if adversaries || len(wronged) > 0 {
+		if len(wronged) == 0 {
+			wronged = []string{"none"}
+		}
+		fmt.Fprintf(w, "honest peers slashed: %s\n", strings.Join(wronged, ", "))
 	}
 }
 

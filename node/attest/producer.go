@@ -109,6 +109,12 @@ func (s *SimProducer) Kind() verify.Kind { return verify.KindSim }
 // Root returns the sim root's public key.
 func (s *SimProducer) Root() ed25519.PublicKey { return s.root.Public().(ed25519.PublicKey) }
 
+// Claiming returns a producer signing with the same root that claims another measurement
+// (48 bytes): adversary modes forge bundles with it.
+func (s *SimProducer) Claiming(measurement []byte) *SimProducer {
+	return &SimProducer{root: s.root, measurement: measurement}
+}
+
 // Evidence implements Producer.
 func (s *SimProducer) Evidence(_ context.Context, reportData [64]byte) ([]byte, [][]byte, error) {
 	ev, err := verify.SignSimEvidence(s.root, s.measurement, reportData)

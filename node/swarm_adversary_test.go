@@ -1,0 +1,203 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/p2p/p2ptest"
+)
+
+// advSwarmRounds is how many rounds the adversarial swarm tests train.
+const advSwarmRounds = 10
+
+// startAdvSwarm starts a bootstrap node and one training node per entry of kinds on
+// loopback, node i running adversary kinds[i] ("" for an honest node), on one generated
+// spec that allows adversaries, aggregates with agg and jails an offender for longer than
+// the test runs. A round waits 10-20 s for a
+// missing contributor: an adversary whose contribution never completes holds a round
+// until then, as long as it is not jailed.
+func startAdvSwarm(t *testing.T, ctx context.Context, kinds []string, agg configs.AggregationSpec) []*Node {
+	t.Helper()
+	homes := make([]configs.Home, len(kinds))
+	cfgs := make([]*configs.Config, len(kinds))
+	ids := make([]string, len(kinds))
+	for i := range homes {
+		homes[i], cfgs[i], _ = newHome(t)
+		key, err := homes[i].LoadIdentity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := peer.IDFromPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id.String()
+	}
+	s := swarmSpec(t, ids)
+	s.Testing.AllowAdversaries = true
+	s.Round = configs.RoundSpec{DeadlineMin: 10, DeadlineMax: 20}
+	s.Training.Aggregation = agg
+	s.Incentives.JailRounds = 1000 // an offender stays out for the whole run
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bh, bc, _ := newHome(t)
+	boot := runNode(t, ctx, Options{Home: bh, Config: bc, Spec: s, Role: configs.RoleBootstrap})
+	maddr := fmt.Sprintf("%s/p2p/%s", boot.host.Addrs()[0], boot.ID())
+	nodes := make([]*Node, len(kinds))
+	for i := range nodes {
+		cfgs[i].P2P.Bootstrap = []string{maddr}
+		nodes[i] = runNode(t, ctx, Options{Home: homes[i], Config: cfgs[i], Spec: s, Adversary: kinds[i]})
+	}
+	return nodes
+}
+
+// trainRounds waits until every node has closed and scored the first rounds, and returns
+// each node's statuses of those rounds.
+func trainRounds(t *testing.T, ctx context.Context, nodes []*Node, rounds int) [][]RoundStatus {
+	t.Helper()
+	if err := p2ptest.Poll(ctx, "every node closing the rounds", 50*time.Millisecond, func() bool {
+		for _, n := range nodes {
+			st := n.trainingStatus()
+			if len(st.Rounds) < rounds || st.Rounds[rounds-1].Loss == nil {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		for _, n := range nodes {
+			st := n.trainingStatus()
+			t.Logf("%s (%s): next round %d, %d rounds closed", n.ID(), n.opts.Adversary, st.NextRound, len(st.Rounds))
+		}
+		t.Fatal(err)
+	}
+	out := make([][]RoundStatus, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.trainingStatus().Rounds[:rounds]
+	}
+	return out
+}
+
+// meanLoss is the mean held-out loss of the nodes after their last round.
+func meanLoss(rounds [][]RoundStatus) float64 {
+	sum := 0.0
+	for _, rs := range rounds {
+		sum += *rs[len(rs)-1].Loss
+	}
+	return sum / float64(len(rounds))
+}
+
+// TestSwarmUnderAttackEquivocateAndSignFlip: six nodes on loopback, one equivocating
+// (two valid shards for each of its slots) and one sending its pseudo-gradient's sign
+// flipped. On the four honest nodes: no round aggregates the equivocator, which every
+// honest ledger penalises within 2 rounds of its first offence; no honest peer is
+// penalised; all end on one state root and one ledger root; their held-out loss falls,
+// and ends within 10% of the loss of the same swarm with no adversary.
+func TestSwarmUnderAttackEquivocateAndSignFlip(t *testing.T) {
+	const nodes = 6
+	agg := configs.AggregationSpec{Method: "trimmed_mean", Trim: 0.2}
+	var clean float64
+	t.Run("clean", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		clean = meanLoss(trainRounds(t, ctx, startAdvSwarm(t, ctx, make([]string, nodes), agg), advSwarmRounds))
+	})
+	if t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	kinds := []string{AdvEquivocate, AdvSignFlip, "", "", "", ""}
+	swarm := startAdvSwarm(t, ctx, kinds, agg)
+	rounds := trainRounds(t, ctx, swarm, advSwarmRounds)
+	bad, flip := swarm[0].ID().String(), swarm[1].ID().String()
+	honest, hr := swarm[2:], rounds[2:]
+	for i, n := range honest {
+		offence := checkPenalties(t, n, bad, []string{bad, flip})
+		for _, r := range hr[i] {
+			if r.Round >= offence && slices.Contains(r.Included, bad) {
+				t.Errorf("%s: round %d aggregated the equivocator's contribution (offence in round %d)", n.ID(), r.Round, offence)
+			}
+		}
+	}
+	checkOneRoot(t, honest, hr)
+	for i, n := range honest {
+		first, last := *n.trainingStatus().InitialLoss, *hr[i][len(hr[i])-1].Loss
+		if !(last < 0.8*first) {
+			t.Errorf("%s: honest held-out loss %.4f -> %.4f after %d rounds", n.ID(), first, last, advSwarmRounds)
+		}
+	}
+	attacked := meanLoss(hr)
+	t.Logf("held-out loss after %d rounds: %.4f clean, %.4f with an equivocator and a sign-flipper (%+.1f%%)",
+		advSwarmRounds, clean, attacked, 100*(attacked-clean)/clean)
+	if attacked > 1.1*clean {
+		t.Errorf("honest loss %.4f is more than 10%% above the clean run's %.4f", attacked, clean)
+	}
+}
+
+// checkPenalties fails unless n's ledger penalised offender within 2 rounds of its first
+// offence and penalised nobody outside may. It returns the round of the offence.
+func checkPenalties(t *testing.T, n *Node, offender string, may []string) (offence uint64) {
+	t.Helper()
+	for _, p := range n.trainingStatus().Slashed {
+		if !slices.Contains(may, p) {
+			t.Errorf("%s penalised %s, an honest peer", n.ID(), p)
+		}
+	}
+	events, err := n.ledger.st.History(offender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(events, func(e incentives.Event) bool { return e.Kind == incentives.EventPenalty })
+	switch {
+	case i < 0 || events[i].Offence == nil:
+		t.Errorf("%s: the offender %s was never penalised", n.ID(), offender)
+		return 0
+	case events[i].Round > events[i].Offence.Round+2:
+		t.Errorf("%s: offender penalised in round %d for %v: more than 2 rounds after", n.ID(), events[i].Round, events[i].Offence)
+	}
+	return events[i].Offence.Round
+}
+
+// checkOneRoot fails unless the nodes hold one state root and one ledger root after the
+// last round.
+func checkOneRoot(t *testing.T, nodes []*Node, rounds [][]RoundStatus) {
+	t.Helper()
+	want := rounds[0][len(rounds[0])-1]
+	for i, n := range nodes {
+		r := rounds[i][len(rounds[i])-1]
+		if r.StateRoot != want.StateRoot || r.LedgerRoot != want.LedgerRoot {
+			t.Errorf("%s: round %d roots %.12s %.12s, want %.12s %.12s", n.ID(), r.Round, r.StateRoot, r.LedgerRoot, want.StateRoot, want.LedgerRoot)
+		}
+	}
+	if !t.Failed() {
+		return
+	}
+	for i, n := range nodes {
+		for _, l := range strings.Split(string(get(t, "http://"+n.APIAddr()+"/metrics")), "\n") {
+			if strings.HasPrefix(l, "lowband_node_gossip") && !strings.HasSuffix(l, " 0") {
+				t.Log(n.ID().String()[:20], l)
+			}
+		}
+		for _, r := range rounds[i] {
+			rec, _ := n.ledger.st.Record(r.Round)
+			t.Logf("%.20s (%s) round %d at %s: included %d %v, evidence %d, rejected %v, model %x state %.12s ledger %.12s", n.ID(), shortIDs([]string{n.ID().String()})[0], r.Round, r.ClosedAt, len(r.Included), shortIDs(r.Included), r.Evidence, r.Rejected, rec.ModelRoot[:6], r.StateRoot, r.LedgerRoot)
+		}
+	}
+}
+
+func shortIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[len(id)-4:]
+	}
+	return out
+}
