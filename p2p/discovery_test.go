@@ -9,6 +9,7 @@ import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/p2p/p2ptest"
@@ -53,4 +54,47 @@ func TestEmptyTableRecheckedWhileConnected(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%v: connected to %d peers, routing table empty", err, len(h.ConnectedPeers()))
 	}
+}
+
+// A host looks the rendezvous up only while it has fewer connections than it seeks:
+// every lookup costs the DHT nodes nearest the rendezvous key a reply listing every
+// advertised peer, so a swarm whose hosts kept looking loaded them in proportion to
+// its size squared.
+func TestNoRendezvousLookupWithEnoughPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	s, err := p2ptest.Start(ctx, 3, func(i int, c *p2p.Config) {
+		if i == 0 {
+			c.Registerer = reg
+			c.ConnLow, c.ConnHigh = 1, 8 // one connection is all it seeks
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.Hosts[0]
+	if err := p2ptest.Poll(ctx, "a routing table", 10*time.Millisecond, func() bool { return h.RoutingTableSize() > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a host short of peers looks at once, then every second or so
+	if n := counter(t, reg, "lowband_p2p_rendezvous_lookups_total"); n != 0 {
+		t.Fatalf("%v rendezvous lookups by a host with %d connections, seeking 1", n, len(h.ConnectedPeers()))
+	}
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
