@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,70 +13,139 @@ import (
 	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
-// DiscoveryResult is what RunDiscovery measures.
-type DiscoveryResult struct {
-	Nodes int `json:"nodes"` // hosts, the bootstrap included
+// Formation is how a swarm formed: what RunDiscovery and RunGossip both report.
+// A swarm is formed (p2ptest.Form) when every host, the bootstrap included, is in the
+// gossipsub mesh of each of the run's topics with at least gossipsub's lower degree
+// D_lo of peers, and every routing table holds at least min(k, nodes-1) peers (k =
+// 20, kad-dht's bucket size). Every host but the bootstrap subscribes to every topic,
+// as a training node does; the bootstrap relays them.
+type Formation struct {
+	Nodes     int    `json:"nodes"`     // hosts, the bootstrap included
+	Transport string `json:"transport"` // tcp, quic, both (loopback sockets) or mem (in-memory mocknet)
 	// AllTablesNonemptyS is the time from the first host's start until every
 	// host's DHT routing table holds at least one peer.
 	AllTablesNonemptyS float64 `json:"all_tables_nonempty_s"`
-	// AllPeersFoundS is the time until every host has found every other host: each
-	// is connected to it or holds it in its routing table.
-	AllPeersFoundS float64 `json:"all_peers_found_s"`
+	FormedS            float64 `json:"formed_s"`     // time from the first start until formed
+	FormedCPUS         float64 `json:"formed_cpu_s"` // CPU time the process spent until then
+	// MemPerHostBytes is the Go heap and stacks in use once formed, over the hosts.
+	MemPerHostBytes int64 `json:"mem_per_host_bytes"`
+}
+
+// DiscoveryResult is what RunDiscovery measures.
+type DiscoveryResult struct {
+	Formation
+	// ReachAllS is the time from publishing one message, once formed, until every
+	// other subscribed host has it.
+	ReachAllS float64 `json:"reach_all_s"`
 }
 
 // pollEvery is how often the benchmarks check their conditions.
-const pollEvery = 10 * time.Millisecond
+const pollEvery = 50 * time.Millisecond
 
 // RunDiscovery starts one bootstrap host and nodes-1 hosts that know only the
-// bootstrap, all in this process on loopback, and times how long discovery
-// through the private DHT takes. It fails if timeout passes first.
-// transport is "tcp", "quic" or "both".
+// bootstrap, all in this process, times how long the swarm takes to form through
+// the private DHT and gossipsub, then how long one message takes to reach every
+// host. It fails if timeout passes first. transport is one of p2ptest.Transports.
 func RunDiscovery(ctx context.Context, nodes int, transport string, timeout time.Duration) (DiscoveryResult, error) {
-	if nodes < 2 {
-		return DiscoveryResult{}, fmt.Errorf("need at least 2 nodes, got %d", nodes)
-	}
-	listen, err := p2ptest.Listen(transport)
-	if err != nil {
-		return DiscoveryResult{}, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
-	s, err := p2ptest.Start(ctx, nodes-1, func(_ int, c *p2p.Config) { c.Listen = listen })
+	sw, form, err := formSwarm(ctx, nodes, transport)
+	res := DiscoveryResult{Formation: form}
 	if err != nil {
-		return DiscoveryResult{}, err
-	}
-	defer s.Close()
-	all := s.All()
-	res := DiscoveryResult{Nodes: nodes}
-	if err := p2ptest.Poll(ctx, "every routing table to be non-empty", pollEvery, func() bool {
-		for _, h := range all {
-			if h.RoutingTableSize() == 0 {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
 		return res, err
 	}
-	res.AllTablesNonemptyS = time.Since(start).Seconds()
-	if err := p2ptest.Poll(ctx, "every host to find every other", pollEvery, func() bool {
-		return p2ptest.FoundAll(all)
-	}); err != nil {
-		return res, fmt.Errorf("%w (%d hosts still miss peers)", err, missing(all))
+	defer sw.close()
+	rec := newRecorder(sw, 1)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	rec.start(rctx)
+	hosts := sw.s.Hosts
+	if err := rec.publish(ctx, hosts[len(hosts)/2], 0, 64, timeout); err != nil {
+		return res, err
 	}
-	res.AllPeersFoundS = time.Since(start).Seconds()
+	stop()
+	rec.wg.Wait()
+	if lat := rec.latencies(); len(lat) == len(hosts)-1 {
+		res.ReachAllS = lat[len(lat)-1]
+	} else {
+		return res, fmt.Errorf("a message reached %d of %d hosts", len(lat), len(hosts)-1)
+	}
 	return res, nil
 }
 
-func missing(all []*p2p.Host) int {
-	n := 0
-	for _, h := range all {
-		if p2ptest.Missing(h, all) > 0 {
-			n++
+// swarm is a started swarm and each subscribed host's subscription to the shards topic.
+type swarm struct {
+	s      *p2ptest.Swarm
+	shards []*p2p.Subscription // by host of s.Hosts
+	others []*p2p.Subscription // the other topics, kept open
+}
+
+func (sw *swarm) close() {
+	for _, sub := range append(sw.shards, sw.others...) {
+		sub.Cancel()
+	}
+	_ = sw.s.Close()
+}
+
+// formSwarm starts the swarm, subscribes every host but the bootstrap to every topic
+// and waits until the swarm has formed. On error the swarm is closed.
+func formSwarm(ctx context.Context, nodes int, transport string) (*swarm, Formation, error) {
+	f := Formation{Nodes: nodes, Transport: transport}
+	if nodes < 3 {
+		return nil, f, fmt.Errorf("need at least 3 nodes, got %d", nodes)
+	}
+	if !slices.Contains(p2ptest.Transports, transport) {
+		return nil, f, fmt.Errorf("unknown transport %q (want one of %v)", transport, p2ptest.Transports)
+	}
+	start, cpu0 := time.Now(), cpuTime()
+	s, err := p2ptest.StartOn(ctx, transport, nodes-1, nil)
+	if err != nil {
+		return nil, f, err
+	}
+	sw := &swarm{s: s}
+	if err := sw.subscribe(); err != nil {
+		sw.close()
+		return nil, f, err
+	}
+	all := s.All()
+	err = p2ptest.Poll(ctx, "every routing table to be non-empty", pollEvery, func() bool {
+		return !slices.ContainsFunc(all, func(h *p2p.Host) bool { return h.RoutingTableSize() == 0 })
+	})
+	f.AllTablesNonemptyS = time.Since(start).Seconds()
+	var last p2ptest.Formation
+	if err == nil {
+		err = p2ptest.Poll(ctx, "the swarm to form", pollEvery, func() bool {
+			last = p2ptest.Form(all, p2p.Kinds)
+			return last.Formed()
+		})
+	}
+	if err != nil {
+		sw.close()
+		return nil, f, fmt.Errorf("%w (%v)", err, last)
+	}
+	f.FormedS, f.FormedCPUS = time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	f.MemPerHostBytes = int64(ms.HeapInuse+ms.StackInuse) / int64(nodes)
+	return sw, f, nil
+}
+
+// subscribe subscribes every host but the bootstrap to every topic kind.
+func (sw *swarm) subscribe() error {
+	for _, h := range sw.s.Hosts {
+		for _, kind := range p2p.Kinds {
+			sub, err := h.Subscribe(kind)
+			if err != nil {
+				return err
+			}
+			if kind == p2p.KindShards {
+				sw.shards = append(sw.shards, sub)
+			} else {
+				sw.others = append(sw.others, sub)
+			}
 		}
 	}
-	return n
+	return nil
 }
 
 // ParseSize reads a byte count: a plain number (bytes) or a number with a unit

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lowband/lowband/p2p"
-	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
 // GossipOptions configures RunGossip.
@@ -20,16 +19,17 @@ type GossipOptions struct {
 	Size     int           // payload bytes per message, at most p2p.MaxMessageSize
 	Messages int           // messages published, one at a time, from hosts spread over the swarm
 	Wait     time.Duration // how long one message may take to reach everyone
-	Timeout  time.Duration // bound on forming the swarm and mesh
-	// Transport is "tcp", "quic" or "both" (loopback listen addresses).
+	Timeout  time.Duration // bound on forming the swarm
+	// Transport is one of p2ptest.Transports: loopback sockets or the in-memory mocknet.
 	Transport string
 }
 
 // GossipResult is what RunGossip measures. Latencies pool every (message,
 // receiver) pair: the time from the start of Publish until the receiver's
-// subscription delivers the message.
+// subscription delivers the message. The receivers are the subscribed hosts: all
+// but the bootstrap, which relays.
 type GossipResult struct {
-	Nodes             int     `json:"nodes"`
+	Formation
 	SizeBytes         int     `json:"size_bytes"`
 	Messages          int     `json:"messages"`
 	DeliveredFraction float64 `json:"delivered_fraction"`
@@ -38,40 +38,32 @@ type GossipResult struct {
 	MaxS              float64 `json:"max_s"`
 }
 
-// RunGossip forms a swarm on loopback, subscribes every host to the shards topic,
-// then publishes Messages messages of Size random bytes one after another, each
-// from a different host, and records when each other host receives each.
+// RunGossip forms a swarm (see Formation), then publishes Messages messages of Size
+// random bytes on the shards topic one after another, each from a different host,
+// and records when each other host receives each.
 func RunGossip(ctx context.Context, o GossipOptions) (GossipResult, error) {
-	res := GossipResult{Nodes: o.Nodes, SizeBytes: o.Size, Messages: o.Messages}
+	res := GossipResult{Formation: Formation{Nodes: o.Nodes, Transport: o.Transport}, SizeBytes: o.Size, Messages: o.Messages}
 	switch {
-	case o.Nodes < 2:
-		return res, fmt.Errorf("need at least 2 nodes, got %d", o.Nodes)
 	case o.Size < 8 || o.Size > p2p.MaxMessageSize:
 		return res, fmt.Errorf("size %d outside 8..%d bytes (the gossip cap)", o.Size, p2p.MaxMessageSize)
 	case o.Messages < 1:
 		return res, fmt.Errorf("need at least 1 message, got %d", o.Messages)
 	}
-	listen, err := p2ptest.Listen(o.Transport)
-	if err != nil {
-		return res, err
-	}
 	sctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	s, err := p2ptest.Start(sctx, o.Nodes-1, func(_ int, c *p2p.Config) { c.Listen = listen })
+	sw, form, err := formSwarm(sctx, o.Nodes, o.Transport)
+	res.Formation = form
 	if err != nil {
 		return res, err
 	}
-	defer s.Close()
-	all := s.All()
-	rec, err := formMesh(sctx, all, o.Messages)
-	if err != nil {
-		return res, err
-	}
+	defer sw.close()
+	rec := newRecorder(sw, o.Messages)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	rec.start(rctx)
+	hosts := sw.s.Hosts
 	for k := range o.Messages {
-		from := all[(1+k*(len(all)-1)/o.Messages)%len(all)] // spread over the swarm
+		from := hosts[(k*len(hosts)/o.Messages)%len(hosts)] // spread over the swarm
 		if err := rec.publish(ctx, from, k, o.Size, o.Wait); err != nil {
 			return res, err
 		}
@@ -79,42 +71,14 @@ func RunGossip(ctx context.Context, o GossipOptions) (GossipResult, error) {
 	stop()
 	rec.wg.Wait()
 	lat := rec.latencies()
-	res.DeliveredFraction = float64(len(lat)) / float64(o.Messages*(o.Nodes-1))
+	res.DeliveredFraction = float64(len(lat)) / float64(o.Messages*(len(hosts)-1))
 	if len(lat) > 0 {
 		res.P50S, res.P99S, res.MaxS = quantile(lat, 0.5), quantile(lat, 0.99), lat[len(lat)-1]
 	}
 	return res, nil
 }
 
-// formMesh waits until every host has found every other, subscribes them all and
-// waits until each sees every other as a subscriber of the topic.
-func formMesh(ctx context.Context, all []*p2p.Host, messages int) (*recorder, error) {
-	if err := p2ptest.Poll(ctx, "the swarm to form", pollEvery, func() bool { return p2ptest.FoundAll(all) }); err != nil {
-		return nil, err
-	}
-	rec := &recorder{hosts: all, sent: make([]time.Time, messages), got: make([][]time.Time, messages)}
-	for k := range rec.got {
-		rec.got[k] = make([]time.Time, len(all))
-	}
-	for _, h := range all {
-		sub, err := h.Subscribe(p2p.KindShards)
-		if err != nil {
-			return nil, err
-		}
-		rec.subs = append(rec.subs, sub)
-	}
-	err := p2ptest.Poll(ctx, "every host to see every subscriber", pollEvery, func() bool {
-		for _, h := range all {
-			if len(h.TopicPeers(p2p.KindShards)) < len(all)-1 {
-				return false
-			}
-		}
-		return true
-	})
-	return rec, err
-}
-
-// recorder notes when each host receives each message.
+// recorder notes when each subscribed host receives each message.
 type recorder struct {
 	hosts []*p2p.Host
 	subs  []*p2p.Subscription
@@ -126,13 +90,20 @@ type recorder struct {
 	cond chan struct{} // signalled on every receipt
 }
 
+func newRecorder(sw *swarm, messages int) *recorder {
+	rec := &recorder{hosts: sw.s.Hosts, subs: sw.shards, sent: make([]time.Time, messages), got: make([][]time.Time, messages)}
+	for k := range rec.got {
+		rec.got[k] = make([]time.Time, len(rec.hosts))
+	}
+	return rec
+}
+
 func (r *recorder) start(ctx context.Context) {
 	r.cond = make(chan struct{}, 1)
 	for i, sub := range r.subs {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			defer sub.Cancel()
 			for {
 				m, err := sub.Next(ctx)
 				if err != nil {

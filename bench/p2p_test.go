@@ -34,21 +34,27 @@ func TestQuantile(t *testing.T) {
 
 func TestSmallP2PBenchmarks(t *testing.T) {
 	ctx := context.Background()
-	d, err := RunDiscovery(ctx, 4, "tcp", 30*time.Second)
+	for _, transport := range []string{"tcp", "mem"} {
+		d, err := RunDiscovery(ctx, 5, transport, 30*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", transport, err)
+		}
+		if d.Nodes != 5 || d.Transport != transport || d.AllTablesNonemptyS <= 0 || d.FormedS < d.AllTablesNonemptyS ||
+			d.ReachAllS <= 0 || d.MemPerHostBytes <= 0 {
+			t.Errorf("discovery result %+v", d)
+		}
+	}
+	g, err := RunGossip(ctx, GossipOptions{Nodes: 5, Size: 4 << 10, Messages: 3, Wait: 10 * time.Second, Timeout: 30 * time.Second, Transport: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Nodes != 4 || d.AllTablesNonemptyS <= 0 || d.AllPeersFoundS < d.AllTablesNonemptyS {
-		t.Errorf("discovery result %+v", d)
-	}
-	g, err := RunGossip(ctx, GossipOptions{Nodes: 4, Size: 4 << 10, Messages: 3, Wait: 10 * time.Second, Timeout: 30 * time.Second, Transport: "tcp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g.DeliveredFraction != 1 || g.P50S <= 0 || g.P50S > g.P99S || g.P99S > g.MaxS {
+	if g.DeliveredFraction != 1 || g.P50S <= 0 || g.P50S > g.P99S || g.P99S > g.MaxS || g.FormedS <= 0 {
 		t.Errorf("gossip result %+v", g)
 	}
-	if _, err := RunGossip(ctx, GossipOptions{Nodes: 4, Size: 1 << 20, Messages: 1, Transport: "tcp"}); err == nil {
+	if _, err := RunGossip(ctx, GossipOptions{Nodes: 5, Size: 1 << 20, Messages: 1, Transport: "tcp"}); err == nil {
 		t.Error("gossip over the cap: want an error")
+	}
+	if _, err := RunDiscovery(ctx, 5, "carrier-pigeon", time.Second); err == nil {
+		t.Error("unknown transport: want an error")
 	}
 }

@@ -19,6 +19,8 @@ const isolatedCheck = 10 * time.Second
 // bootstrapLoop keeps the host joined: whenever it has no connection it dials the
 // bootstrap and cached peers together; if none answers it logs one line saying
 // what it tried and retries with a doubling, capped wait. It never gives up.
+// While connected with an empty routing table it has the DHT check its connected
+// peers again on the same schedule (see recheckTable).
 func (h *Host) bootstrapLoop() {
 	defer h.wg.Done()
 	seeds, nBoot, nCached := h.seeds()
@@ -28,30 +30,56 @@ func (h *Host) bootstrapLoop() {
 	}
 	wait := h.cfg.RetryMin
 	for {
-		if !h.connected() {
-			answered, firstErr := h.dialAll(seeds)
-			if h.ctx.Err() != nil {
-				return
-			}
-			if answered == 0 {
-				h.failedRounds.Add(1)
-				h.met.bootstrapFail.Inc()
-				h.log.Warn(fmt.Sprintf("no bootstrap peer answered; tried %d bootstrap and %d cached peers; retrying in %s",
-					nBoot, nCached, wait), "err", firstErr)
-				if !h.sleep(wait) {
-					return
-				}
+		next := isolatedCheck
+		switch {
+		case !h.connected():
+			next = wait
+			if h.dialSeeds(seeds, nBoot, nCached, wait) {
+				// Look again soon: the routing table should fill now.
+				next, wait = h.cfg.RetryMin, h.cfg.RetryMin
+			} else {
 				wait = min(2*wait, h.cfg.RetryMax)
-				continue
 			}
-			h.log.Info("connected to the network", "answered", answered, "tried", len(seeds))
-			_ = h.dht.RefreshRoutingTable() // fills the table now rather than at the next refresh
+		case h.RoutingTableSize() == 0:
+			h.recheckTable()
+			next = wait
+			wait = min(2*wait, h.cfg.RetryMax)
+		default:
+			wait = h.cfg.RetryMin
 		}
-		wait = h.cfg.RetryMin
-		if !h.sleep(isolatedCheck) {
+		if !h.sleep(next) {
 			return
 		}
 	}
+}
+
+// dialSeeds dials the seeds and reports whether any answered; when none did it logs
+// what it tried and when it will try again.
+func (h *Host) dialSeeds(seeds []peer.AddrInfo, nBoot, nCached int, retry time.Duration) bool {
+	answered, firstErr := h.dialAll(seeds)
+	if h.ctx.Err() != nil {
+		return false
+	}
+	if answered == 0 {
+		h.failedRounds.Add(1)
+		h.met.bootstrapFail.Inc()
+		h.log.Warn(fmt.Sprintf("no bootstrap peer answered; tried %d bootstrap and %d cached peers; retrying in %s",
+			nBoot, nCached, retry), "err", firstErr)
+		return false
+	}
+	h.log.Info("connected to the network", "answered", answered, "tried", len(seeds))
+	_ = h.dht.RefreshRoutingTable() // fills the table now rather than at the next refresh
+	return true
+}
+
+// recheckTable has the DHT check every connected peer for its routing table again.
+// The DHT admits a connected peer only once it has answered one request, and when
+// that first check fails (a bootstrap peer too busy to answer in time) it looks again
+// only every two minutes: without this, a host can sit connected with an empty table,
+// unable to advertise or look anyone up.
+func (h *Host) recheckTable() {
+	h.log.Debug("connected with an empty routing table; checking connected peers again")
+	_ = h.dht.Bootstrap(h.ctx) // never fails: it only wakes the DHT's own check and refresh
 }
 
 // seeds merges the bootstrap and cached peers, without the host itself and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -60,14 +61,21 @@ type Config struct {
 
 	Logger     *slog.Logger          // nil = slog.Default()
 	Registerer prometheus.Registerer // nil = no metrics
+
+	// Libp2p, when set, is the libp2p host to run on instead of one New builds: for
+	// swarms on an in-memory network (go-libp2p's mocknet) in tests and benchmarks.
+	// Identity, Listen, Announce and PublicOnly are then ignored, the given host's
+	// connection and resource managers apply instead of ConnLow and ConnHigh's, wire
+	// bytes are not counted, and Close closes the host.
+	Libp2p host.Host
 }
 
 // validate checks the required fields and fills the defaults of the optional ones.
 func (c *Config) validate() error {
-	if c.Identity == nil {
+	if c.Identity == nil && c.Libp2p == nil {
 		return errors.New("p2p config: no identity key")
 	}
-	if len(c.Listen) == 0 {
+	if len(c.Listen) == 0 && c.Libp2p == nil {
 		return errors.New("p2p config: no listen address")
 	}
 	if c.Network == "" || c.Run == "" {

@@ -3,11 +3,14 @@ package p2p
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/discovery"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -70,14 +73,20 @@ func (h *Host) advertiseLoop() {
 	}
 }
 
-// findPeersLoop looks up the run's rendezvous string and connects to the peers it
-// finds, while the host has fewer connections than the connection manager's low
-// watermark.
+// findPeersLoop looks up the run's rendezvous string and connects to peers it
+// finds while the host has fewer connections than it seeks (findTarget). A host
+// with enough connections does not look: every lookup costs the DHT nodes nearest
+// the rendezvous key a reply listing every advertised peer.
 func (h *Host) findPeersLoop() {
 	defer h.wg.Done()
 	wait, lastFound := findFirst, 0
 	for {
-		if h.RoutingTableSize() > 0 {
+		switch {
+		case h.RoutingTableSize() == 0:
+			wait = emptyRetry
+		case len(h.h.Network().Peers()) >= h.findTarget():
+			wait = min(2*wait, findMax)
+		default:
 			found, connected := h.findOnce()
 			if connected > 0 || found > lastFound {
 				wait = findFirst
@@ -85,8 +94,6 @@ func (h *Host) findPeersLoop() {
 				wait = min(2*wait, findMax)
 			}
 			lastFound = found
-		} else {
-			wait = emptyRetry
 		}
 		if !h.sleep(wait) {
 			return
@@ -94,41 +101,57 @@ func (h *Host) findPeersLoop() {
 	}
 }
 
-// findOnce runs one rendezvous lookup and returns how many peers it found and
-// how many of them it newly connected.
+// findTarget is how many connected peers the host seeks through the rendezvous:
+// twice gossipsub's upper mesh degree, so that every topic's mesh can fill and be
+// renewed from peers already connected, and at most the connection manager's low
+// watermark. The watermarks say where the connection manager trims to, not how
+// many peers to dial: dialing up to them made every host of a large swarm hold
+// dozens of connections, each with its handshake, streams and buffers.
+func (h *Host) findTarget() int {
+	return min(h.cfg.ConnLow, 2*pubsub.DefaultGossipSubParams().Dhi)
+}
+
+// findOnce runs one rendezvous lookup and dials the peers found, in random order
+// (every host gets the same list, in the same order, from the DHT), until the host
+// has findTarget connections. It returns how many peers it found and how many of
+// them it newly connected.
 func (h *Host) findOnce() (found, connected int) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
 	defer cancel()
+	h.met.lookups.Inc()
 	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
 	if err != nil {
 		h.log.Debug("rendezvous lookup failed", "err", err)
 		return 0, 0
 	}
+	var peers []peer.AddrInfo
+	for ai := range ch {
+		peers = append(peers, ai)
+	}
+	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
 	var (
-		mu  sync.Mutex
+		n   atomic.Int64
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, dialParallel)
 	)
-	for ai := range ch {
-		found++
+	for _, ai := range peers {
+		sem <- struct{}{}
 		if !h.wantPeer(ai) {
+			<-sem
 			continue
 		}
-		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			if h.h.Connect(ctx, ai) == nil {
-				mu.Lock()
-				connected++
-				mu.Unlock()
+				n.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	h.log.Debug("rendezvous lookup", "found", found, "connected", connected, "took", time.Since(t0))
-	return found, connected
+	h.log.Debug("rendezvous lookup", "found", len(peers), "connected", n.Load(), "took", time.Since(t0))
+	return len(peers), int(n.Load())
 }
 
 // LookupRendezvous asks the DHT which peers advertised the run's rendezvous
@@ -158,5 +181,5 @@ func (h *Host) wantPeer(ai peer.AddrInfo) bool {
 	if len(h.h.Network().ConnsToPeer(ai.ID)) > 0 {
 		return false
 	}
-	return len(h.h.Network().Peers()) < h.cfg.ConnLow
+	return len(h.h.Network().Peers()) < h.findTarget()
 }

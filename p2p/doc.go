@@ -25,10 +25,12 @@
 // New returns once the host listens; joining the network happens in the
 // background. A host whose bootstrap and cached peers do not answer keeps
 // running, logs one line per attempt naming what it tried, and retries with a
-// doubling wait capped at Config.RetryMax. Once connected, it advertises itself
-// under the run's rendezvous string (Rendezvous) in the DHT, re-advertising at a
-// growing interval, and connects to the peers it finds there until it holds
-// Config.ConnLow connections.
+// doubling wait capped at Config.RetryMax; while connected with an empty routing
+// table it has the DHT check its connected peers again on the same schedule. Once
+// connected, it advertises itself under the run's rendezvous string (Rendezvous) in
+// the DHT, re-advertising at a growing interval, and, while it has fewer than 24
+// connections (twice gossipsub's D_hi, at most Config.ConnLow), looks the
+// rendezvous up and dials the peers found there, in random order, until it has 24.
 //
 // # Gossip
 //

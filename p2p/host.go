@@ -64,9 +64,12 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	bw := newBandwidth()
-	lh, err := newLibp2p(&cfg, bw.c)
-	if err != nil {
-		return nil, err
+	lh := cfg.Libp2p
+	if lh == nil {
+		var err error
+		if lh, err = newLibp2p(&cfg, bw.c); err != nil {
+			return nil, err
+		}
 	}
 	hctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, log: cfg.Logger.With("self", lh.ID()), h: lh, bw: bw, ctx: hctx, cancel: cancel}

@@ -15,6 +15,12 @@ const (
 	MetricMeshPeers  = "lowband_p2p_gossip_mesh_peers"  // peers in this host's gossipsub mesh of the topic
 )
 
+// MeshDegreeLow is gossipsub's lower mesh degree D_lo: a host whose mesh of a topic it
+// subscribes to or relays has fewer peers grafts more, up to the degree D, at its next
+// heartbeat (once a second), when it knows that many subscribers. A mesh between D_lo
+// and D_hi is left as it is.
+var MeshDegreeLow = pubsub.DefaultGossipSubParams().Dlo
+
 // meshTracer follows gossipsub's mesh from the router's raw trace events: Graft and
 // Prune per topic, a closed stream (the peer left) and Leave. Gossipsub keeps its mesh
 // private; this is its public view. Safe for concurrent use.

@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	pub, recv     *prometheus.CounterVec
 	bootstrapFail prometheus.Counter
+	lookups       prometheus.Counter
 }
 
 // newMetrics creates the host's metrics and registers them on reg when it is not nil.
@@ -28,6 +29,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "lowband", Subsystem: "p2p", Name: "bootstrap_failed_rounds_total",
 			Help: "Rounds in which no bootstrap or cached peer answered.",
 		}),
+		lookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "lowband", Subsystem: "p2p", Name: "rendezvous_lookups_total",
+			Help: "Lookups of the run's rendezvous in the DHT, made while the host seeks peers.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -40,6 +45,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.bootstrapFail, err = register(reg, m.bootstrapFail); err != nil {
+		return nil, err
+	}
+	if m.lookups, err = register(reg, m.lookups); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -194,3 +194,29 @@ func advertised(ctx context.Context, h *p2p.Host, hosts ...*p2p.Host) bool {
 	}
 	return true
 }
+
+// A swarm on go-libp2p's in-memory network forms as one on sockets does: every host
+// in a full mesh of each topic (p2ptest.Form), and a message reaches all.
+func TestSwarmFormsInMemory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := p2ptest.StartOn(ctx, "mem", 7, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	all := s.All()
+	subs := subscribeAll(t, ctx, p2p.KindRecords, s.Hosts[2], s.Hosts)
+	var last p2ptest.Formation
+	if err := p2ptest.Poll(ctx, "the swarm to form", 20*time.Millisecond, func() bool {
+		last = p2ptest.Form(all, []string{p2p.KindRecords})
+		return last.Formed()
+	}); err != nil {
+		t.Fatalf("%v: %v", err, last)
+	}
+	data := []byte("one record over memory")
+	if err := s.Hosts[4].Publish(ctx, p2p.KindRecords, data); err != nil {
+		t.Fatal(err)
+	}
+	expectAll(t, ctx, subs, data)
+}

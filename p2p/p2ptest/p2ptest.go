@@ -14,6 +14,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lowband/lowband/p2p"
 )
@@ -68,45 +70,112 @@ func AcceptAll() map[string]p2p.Validator {
 type Swarm struct {
 	Boot  *p2p.Host
 	Hosts []*p2p.Host
+	mn    mocknet.Mocknet // the in-memory network of a "mem" swarm; nil otherwise
 }
 
 // All returns the bootstrap host followed by the others.
 func (s *Swarm) All() []*p2p.Host { return append([]*p2p.Host{s.Boot}, s.Hosts...) }
 
 // Start starts a bootstrap host (peer exchange on) and n hosts that know only the
-// bootstrap's address. mutate, if not nil, edits each config before the host
-// starts (i = -1 for the bootstrap). On error the hosts started so far are closed.
+// bootstrap's address, on loopback TCP. mutate, if not nil, edits each config
+// before the host starts (i = -1 for the bootstrap). On error the hosts started so
+// far are closed.
 func Start(ctx context.Context, n int, mutate func(i int, c *p2p.Config)) (*Swarm, error) {
+	s := &Swarm{}
+	return s, s.start(ctx, n, mutate)
+}
+
+// Transports are the networks StartOn can run a swarm on: loopback TCP, QUIC or
+// both, or "mem", go-libp2p's in-memory mocknet, which needs no socket or file
+// descriptor (and has neither connection nor resource manager), for swarms larger
+// than the sockets of one machine allow.
+var Transports = []string{"tcp", "quic", "both", "mem"}
+
+// StartOn is Start on one of Transports.
+func StartOn(ctx context.Context, transport string, n int, mutate func(i int, c *p2p.Config)) (*Swarm, error) {
+	if transport == "mem" {
+		s := &Swarm{mn: mocknet.New()}
+		return s, s.start(ctx, n, mutate)
+	}
+	listen, err := Listen(transport)
+	if err != nil {
+		return nil, err
+	}
+	return Start(ctx, n, func(i int, c *p2p.Config) {
+		c.Listen = listen
+		if mutate != nil {
+			mutate(i, c)
+		}
+	})
+}
+
+func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Config)) error {
 	cfg := Config(Key())
 	cfg.PeerExchange = true
 	if mutate != nil {
 		mutate(-1, &cfg)
 	}
-	boot, err := p2p.New(ctx, cfg)
+	boot, err := s.newHost(ctx, -1, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("starting bootstrap: %w", err)
+		s.Close()
+		return fmt.Errorf("starting bootstrap: %w", err)
 	}
-	s := &Swarm{Boot: boot}
+	s.Boot = boot
 	for i := range n {
 		c := Config(Key())
 		c.Bootstrap = []peer.AddrInfo{boot.AddrInfo()}
 		if mutate != nil {
 			mutate(i, &c)
 		}
-		h, err := p2p.New(ctx, c)
+		h, err := s.newHost(ctx, i, c)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("starting host %d: %w", i, err)
+			return fmt.Errorf("starting host %d: %w", i, err)
 		}
 		s.Hosts = append(s.Hosts, h)
 	}
-	return s, nil
+	return nil
 }
 
-// Close closes every host, in parallel.
+// newHost starts host i (-1: the bootstrap); on a mem swarm it first adds the host
+// to the in-memory network, linked to every host there.
+func (s *Swarm) newHost(ctx context.Context, i int, c p2p.Config) (*p2p.Host, error) {
+	if s.mn == nil {
+		return p2p.New(ctx, c)
+	}
+	n := i + 1 // 0 for the bootstrap
+	addr, err := ma.NewMultiaddr(fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4001", n>>16&255, n>>8&255, n&255))
+	if err != nil {
+		return nil, err
+	}
+	lh, err := s.mn.AddPeer(c.Identity, addr)
+	if err != nil {
+		return nil, fmt.Errorf("adding an in-memory host: %w", err)
+	}
+	for _, other := range s.mn.Peers() {
+		if other != lh.ID() {
+			if _, err := s.mn.LinkPeers(lh.ID(), other); err != nil {
+				return nil, fmt.Errorf("linking in-memory hosts: %w", err)
+			}
+		}
+	}
+	c.Libp2p = lh
+	h, err := p2p.New(ctx, c)
+	if err != nil {
+		_ = lh.Close()
+	}
+	return h, err
+}
+
+// Close closes every host, in parallel, and the in-memory network if any.
 func (s *Swarm) Close() error {
-	all := s.All()
-	errs := make([]error, len(all))
+	var all []*p2p.Host
+	if s.Boot != nil {
+		all = s.All()
+	} else {
+		all = s.Hosts
+	}
+	errs := make([]error, len(all)+1)
 	var wg sync.WaitGroup
 	for i, h := range all {
 		wg.Add(1)
@@ -116,6 +185,9 @@ func (s *Swarm) Close() error {
 		}()
 	}
 	wg.Wait()
+	if s.mn != nil {
+		errs[len(all)] = s.mn.Close()
+	}
 	return errors.Join(errs...)
 }
 
