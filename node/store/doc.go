@@ -15,6 +15,16 @@
 //	evidence  evidence ID (32 bytes) -> the evidence
 //	history   peer length (2 bytes), peer, round (8 bytes), sequence (4 bytes) -> an
 //	          incentives.Event; the length keeps one peer's events out of another's
+//	states    round (8 bytes) -> the ledger state that round started from, for the last
+//	          KeptStates rounds and the head
+//	round_events  round (8 bytes), sequence (4 bytes) -> the history key of an event of
+//	          that round
+//
+// Reorg closes the last rounds again (a repair, when the node's rounds differ from the
+// canonical ones): in one transaction it drops the replaced rounds' records, the evidence
+// they included and their events, restores the ledger state the first of them started
+// from, and commits the new rounds. A kill during it leaves the old rounds or the new ones,
+// never a mix.
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.
