@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -161,34 +162,79 @@ func (a *assembly) drop(reason string) {
 
 // complete decodes and joins a peer's shards and gives the contribution to the machine.
 func (c *Core) complete(now time.Time, r uint64, peer string, a *assembly) error {
-	parts := make([]*compress.Message, 0, len(a.slots))
-	cids := make([][]byte, 0, len(a.slots))
+	shards := make([]*verify.Shard, 0, a.count)
 	for i := range a.count {
-		sh := a.slots[i].shard
-		m, err := compress.DecodeShard(sh.Payload, c.cfg.Limits)
-		if err != nil {
-			a.drop(ReasonDecode)
-			return nil
-		}
-		parts = append(parts, m)
-		cids = append(cids, sh.Header.PayloadCID)
+		shards = append(shards, a.slots[i].shard)
 	}
-	msg, err := compress.Join(parts)
+	ct, err := JoinShards(shards, c.cfg.Limits)
 	if err != nil {
 		a.drop(ReasonDecode)
 		return nil
 	}
-	if err := c.m.Receive(round.Contribution{Round: r, Peer: peer, Weight: 1, Msg: msg}); err != nil {
+	ct.Weight = 1
+	if err := c.m.Receive(ct); err != nil {
 		return fmt.Errorf("core: contribution of %s to round %d: %w", peer, r, err)
 	}
-	slices.SortFunc(cids, bytes.Compare)
-	a.done, a.cids = true, cids
+	a.done, a.cids = true, shardCIDs(shards)
 	start := now // arrived before this node's own local work ended: delay 0
 	if o := c.own[r]; o != nil {
 		start = o.done
 	}
 	c.deadline.Observe(r, peer, start, now)
 	return nil
+}
+
+// ErrJoin is returned (wrapped) by JoinShards for shards that do not make one contribution.
+var ErrJoin = errors.New("core: shards do not join into a contribution")
+
+// JoinShards makes one contribution from its verified shards, in any order: they must be of
+// one round and one peer, agree on their count and hold every index once (at most
+// incentives.MaxShardsPerContribution); their payloads are decoded with lim and joined.
+// Weight is left 0 for the caller. Errors wrap ErrJoin.
+func JoinShards(shards []*verify.Shard, lim compress.Limits) (round.Contribution, error) {
+	if len(shards) == 0 || len(shards) > incentives.MaxShardsPerContribution || shards[0] == nil {
+		return round.Contribution{}, fmt.Errorf("%w: %d shards", ErrJoin, len(shards))
+	}
+	h0 := shards[0].Header
+	byIndex := make([]*verify.Shard, len(shards))
+	for _, sh := range shards {
+		if sh == nil {
+			return round.Contribution{}, fmt.Errorf("%w: a nil shard", ErrJoin)
+		}
+		h := &sh.Header
+		switch {
+		case h.Round != h0.Round || h.Peer != h0.Peer:
+			return round.Contribution{}, fmt.Errorf("%w: shards of round %d of %s and of round %d of %s", ErrJoin, h0.Round, h0.Peer, h.Round, h.Peer)
+		case h.Count != uint32(len(shards)) || h.Index >= h.Count:
+			return round.Contribution{}, fmt.Errorf("%w: shard %d of %d among %d shards", ErrJoin, h.Index, h.Count, len(shards))
+		case byIndex[h.Index] != nil:
+			return round.Contribution{}, fmt.Errorf("%w: shard %d twice", ErrJoin, h.Index)
+		}
+		byIndex[h.Index] = sh
+	}
+	parts := make([]*compress.Message, len(byIndex))
+	for i, sh := range byIndex {
+		m, err := compress.DecodeShard(sh.Payload, lim)
+		if err != nil {
+			return round.Contribution{}, fmt.Errorf("%w: shard %d of %s, round %d: %w", ErrJoin, i, h0.Peer, h0.Round, err)
+		}
+		parts[i] = m
+	}
+	msg, err := compress.Join(parts)
+	if err != nil {
+		return round.Contribution{}, fmt.Errorf("%w: %s, round %d: %w", ErrJoin, h0.Peer, h0.Round, err)
+	}
+	return round.Contribution{Round: h0.Round, Peer: h0.Peer, Msg: msg}, nil
+}
+
+// shardCIDs returns the payload CIDs of shards, sorted.
+func shardCIDs(shards []*verify.Shard) [][]byte {
+	cids := make([][]byte, 0, len(shards))
+	for _, sh := range shards {
+		cids = append(cids, sh.Header.PayloadCID)
+	}
+	slices.SortFunc(cids, bytes.Compare)
+	return cids
 }
 
 func signed(s *verify.Shard) incentives.SignedHeader {

@@ -166,14 +166,26 @@ func (c *Core) weights(r uint64) (map[string]float64, map[string]int) {
 		return cmp.Or(cmp.Compare(c.ledger.Power(b), c.ledger.Power(a)), cmp.Compare(a, b))
 	})
 	in = c.capped(r, in, rejected)
-	weights := make(map[string]float64, len(in))
-	for _, p := range in {
-		weights[p] = 1
-		if c.ledger.Power(p) == 0 {
+	return WeightsOf(c.ledger, in), rejected
+}
+
+// WeightsOf is the weight of each included peer by the ledger led: a staked peer 1, an
+// unstaked one the network's unstaked weight (left out at 0), a jailed one left out. Every
+// node computes it alike for the same ledger, which closing a round and repairing one both
+// use.
+func WeightsOf(led *incentives.State, included []string) map[string]float64 {
+	unstaked := float64(led.Params.UnstakedWeightPPM) / incentives.PPM
+	weights := make(map[string]float64, len(included))
+	for _, p := range included {
+		switch {
+		case led.Jailed(p):
+		case led.Power(p) > 0:
+			weights[p] = 1
+		case unstaked > 0:
 			weights[p] = unstaked
 		}
 	}
-	return weights, rejected
+	return weights
 }
 
 // capped keeps the first contributions of in (in priority order) that a record can list:

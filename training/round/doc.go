@@ -70,6 +70,12 @@
 // counts and how much); contributions without a positive weight are left out. State.Root
 // hashes the round, θ and the outer momentum bit for bit, the model root nodes compare.
 //
+// Step is the same arithmetic without a Machine: what closing a round from a given State
+// with exactly the given contributions and weights gives. A node that learns that a closed
+// round's canonical inclusion list differs from its own recomputes the rounds since with
+// Step and puts the result in force with Machine.Reset, which keeps its local state (the
+// codec's error feedback, local work in progress, the eager start's own pseudo-gradient).
+//
 // A node's own contribution is the decoded form of the message it sends, so it weighs in
 // exactly as every peer sees it.
 package round

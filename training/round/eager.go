@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/lowband/lowband/training"
-	"github.com/lowband/lowband/training/aggregate"
 )
 
 // Start points of local work (Config.StartPoint).
@@ -52,12 +51,8 @@ func (m *Machine) noteOwn(delta []training.Tensor) {
 	}
 }
 
-// noteShare records this node's share of the weight included in a closed round.
-func (m *Machine) noteShare(in []aggregate.Input) {
-	total := 0.0
-	for _, x := range in {
-		total += x.Weight
-	}
+// noteShare records this node's share of the total weight included in a closed round.
+func (m *Machine) noteShare(total float64) {
 	if total > 0 {
 		m.share = m.cfg.Weight / total
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/lowband/lowband/training"
-	"github.com/lowband/lowband/training/aggregate"
 	"github.com/lowband/lowband/training/compress"
 )
 
@@ -35,22 +34,16 @@ func New(cfg Config, st State) (*Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("round: %w", err)
 	}
+	lay, err := newLayout(st.Params)
+	if err != nil {
+		return nil, err
+	}
 	m := &Machine{
-		cfg: cfg, enc: enc, offsets: map[string]int{}, shapes: map[string][]int{},
+		cfg: cfg, enc: enc, layout: lay,
 		theta:     training.Flatten(st.Params),
 		outer:     training.Nesterov{LR: cfg.OuterLR, Momentum: cfg.Momentum},
 		nextClose: st.Round, nextLocal: st.Round,
 		contrib: map[uint64]map[string]Contribution{},
-	}
-	off := 0
-	for _, t := range st.Params {
-		if _, dup := m.offsets[t.Name]; dup || t.Name == "" {
-			return nil, fmt.Errorf("round: tensor name %q empty or repeated", t.Name)
-		}
-		m.offsets[t.Name] = off
-		m.shapes[t.Name] = slices.Clone(t.Shape)
-		m.like = append(m.like, training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape), Data: make([]float64, len(t.Data))})
-		off += len(t.Data)
 	}
 	if st.Momentum != nil {
 		if len(st.Momentum) != len(m.theta) {
@@ -204,99 +197,27 @@ func (m *Machine) Close(r uint64) (Ready, error) {
 // the ledger in force when the round closes) and must give every node the same map for the
 // same bytes of θ.
 func (m *Machine) CloseWith(r uint64, weights map[string]float64) (Ready, error) {
-	return m.close(r, func(c Contribution) float64 {
-		if w := weights[c.Peer]; w > 0 && !math.IsInf(w, 0) {
-			return w
-		}
-		return 0
-	})
+	return m.close(r, weightOf(weights))
 }
 
 func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, error) {
 	if next, ok := m.Closable(); !ok || r != next {
 		return Ready{}, fmt.Errorf("%w: cannot close round %d (next %d, local work at %d)", ErrOrder, r, m.nextClose, m.nextLocal)
 	}
-	in, included, rejected := m.decodeRound(r, weight)
-	m.noteShare(in)
-	if len(in) > 0 {
-		if err := m.step(r, in); err != nil {
-			return Ready{}, err
-		}
+	cs := make([]Contribution, 0, len(m.contrib[r]))
+	for _, id := range m.Pending(r) {
+		cs = append(cs, m.contrib[r][id])
 	}
-	for _, x := range in { // Aggregate returns a new slice and the outer step keeps none
-		putVec(x.Vec)
+	total, included, rejected, err := closeStep(m.cfg, &m.layout, m.theta, &m.outer, r, cs, weight)
+	if err != nil {
+		return Ready{}, err
 	}
+	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
 	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
 	m.maybeStart(&rd)
 	return rd, nil
-}
-
-// decodeRound decodes the contributions of round r whose weight is positive, in sorted peer
-// order, and lists the peers included and those whose contribution failed to decode.
-func (m *Machine) decodeRound(r uint64, weight func(Contribution) float64) (in []aggregate.Input, included, rejected []string) {
-	for _, id := range m.Pending(r) {
-		c := m.contrib[r][id]
-		w := weight(c)
-		if !(w > 0) {
-			continue
-		}
-		m.begin(PhaseDecode)
-		vec, err := m.flatten(c.Msg)
-		m.end(PhaseDecode)
-		if err != nil {
-			rejected = append(rejected, id)
-			continue
-		}
-		included = append(included, id)
-		in = append(in, aggregate.Input{ID: id, Weight: w, Vec: vec})
-	}
-	return in, included, rejected
-}
-
-// step aggregates in and applies the outer step to θ.
-func (m *Machine) step(r uint64, in []aggregate.Input) error {
-	m.begin(PhaseAggregate)
-	g, err := aggregate.Aggregate(m.cfg.Aggregate, in)
-	m.end(PhaseAggregate)
-	if err != nil {
-		return fmt.Errorf("round: aggregating round %d: %w", r, err)
-	}
-	m.begin(PhaseOuter)
-	err = m.outer.Step(m.theta, g)
-	m.end(PhaseOuter)
-	if err != nil {
-		return fmt.Errorf("round: outer step of round %d: %w", r, err)
-	}
-	return nil
-}
-
-// flatten decodes msg into one vector in the model's parameter order. Every tensor must be
-// present exactly once with its shape.
-// The vector comes from vecPool; Close puts it back.
-func (m *Machine) flatten(msg *compress.Message) ([]float64, error) {
-	vec := getVec(len(m.theta)) // DecodeInto writes every value or fails
-	views := make([]compress.Tensor, len(m.like))
-	for i, t := range m.like {
-		off := m.offsets[t.Name]
-		views[i] = compress.Tensor{Name: t.Name, Shape: t.Shape, Data: vec[off : off+len(t.Data)]}
-	}
-	if err := msg.DecodeInto(views); err != nil {
-		putVec(vec)
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	if !math.IsInf(m.cfg.MaxNorm, 1) {
-		ss := 0.0
-		for _, v := range vec {
-			ss += float64(v * v)
-		}
-		if !(math.Sqrt(ss) <= m.cfg.MaxNorm) {
-			putVec(vec)
-			return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), m.cfg.MaxNorm)
-		}
-	}
-	return vec, nil
 }
 
 // vecPool recycles the decoded contribution vectors between closes (of this machine or of
@@ -320,3 +241,31 @@ func putVec(v []float64) {
 // CodecStats describes the last encoding of each of this node's tensors: rank, captured
 // energy and residual norm (see compress.TensorStats).
 func (m *Machine) CodecStats() []compress.TensorStats { return m.enc.Stats() }
+
+// Reset replaces the machine's global state (θ, the outer momentum, the first open round)
+// by st, whose tensors must have the model's names and shapes. It keeps the local state:
+// the codec's residuals and warm starts, local work in progress and its base, the eager
+// start's own pseudo-gradient, and the contributions held for rounds >= st.Round (those of
+// earlier rounds are dropped). Local work of a round before st.Round is abandoned: the next
+// Start is for st.Round. The node calls it after repairing closed rounds with Step; it
+// copies st.
+func (m *Machine) Reset(st State) error {
+	if err := m.layout.fits(st); err != nil {
+		return err
+	}
+	m.theta = training.Flatten(st.Params)
+	m.outer.SetMomentumBuffer(st.Momentum)
+	if st.Momentum == nil {
+		m.outer = training.Nesterov{LR: m.cfg.OuterLR, Momentum: m.cfg.Momentum}
+	}
+	m.nextClose = st.Round
+	if m.nextLocal < st.Round {
+		m.nextLocal, m.started, m.base = st.Round, false, nil
+	}
+	for r := range m.contrib {
+		if r < st.Round {
+			delete(m.contrib, r)
+		}
+	}
+	return nil
+}

@@ -41,14 +41,18 @@ type Meter interface {
 }
 
 // begin and end report to the configured Meter, if any.
-func (m *Machine) begin(p Phase) {
-	if m.cfg.Meter != nil {
-		m.cfg.Meter.Begin(p)
+func (m *Machine) begin(p Phase) { begin(m.cfg.Meter, p) }
+
+func (m *Machine) end(p Phase) { end(m.cfg.Meter, p) }
+
+func begin(mt Meter, p Phase) {
+	if mt != nil {
+		mt.Begin(p)
 	}
 }
 
-func (m *Machine) end(p Phase) {
-	if m.cfg.Meter != nil {
-		m.cfg.Meter.End(p)
+func end(mt Meter, p Phase) {
+	if mt != nil {
+		mt.End(p)
 	}
 }

@@ -98,13 +98,11 @@ type Ready struct {
 
 // Machine is one node's round state. See the package doc for the protocol.
 type Machine struct {
-	cfg     Config
-	enc     *compress.Encoder
-	like    []training.Tensor // names and shapes, no data
-	offsets map[string]int
-	shapes  map[string][]int
-	theta   []float64
-	outer   training.Nesterov
+	cfg    Config
+	enc    *compress.Encoder
+	layout // names, shapes and offsets of θ's tensors
+	theta  []float64
+	outer  training.Nesterov
 
 	nextClose uint64    // first round not yet closed
 	nextLocal uint64    // round of the local work in progress or next to start

@@ -1,0 +1,184 @@
+package round
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/aggregate"
+	"github.com/lowband/lowband/training/compress"
+)
+
+// layout is the model's tensors (names and shapes, data zeroed) and where each starts in
+// the flat parameter vector.
+type layout struct {
+	like    []training.Tensor
+	offsets map[string]int
+	shapes  map[string][]int
+	size    int // values in all
+}
+
+func newLayout(params []training.Tensor) (layout, error) {
+	l := layout{offsets: map[string]int{}, shapes: map[string][]int{}}
+	for _, t := range params {
+		if _, dup := l.offsets[t.Name]; dup || t.Name == "" {
+			return layout{}, fmt.Errorf("round: tensor name %q empty or repeated", t.Name)
+		}
+		l.offsets[t.Name] = l.size
+		l.shapes[t.Name] = slices.Clone(t.Shape)
+		l.like = append(l.like, training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape), Data: make([]float64, len(t.Data))})
+		l.size += len(t.Data)
+	}
+	return l, nil
+}
+
+// fits checks that st has this layout's tensors, in order, and a momentum of its size (or
+// none).
+func (l *layout) fits(st State) error {
+	if len(st.Params) != len(l.like) {
+		return fmt.Errorf("round: state of %d tensors, model of %d", len(st.Params), len(l.like))
+	}
+	for i, t := range st.Params {
+		w := l.like[i]
+		if t.Name != w.Name || !slices.Equal(t.Shape, w.Shape) || len(t.Data) != len(w.Data) {
+			return fmt.Errorf("round: state tensor %d is %q %v (%d values), model has %q %v", i, t.Name, t.Shape, len(t.Data), w.Name, w.Shape)
+		}
+	}
+	if st.Momentum != nil && len(st.Momentum) != l.size {
+		return fmt.Errorf("round: momentum of %d values for %d parameters", len(st.Momentum), l.size)
+	}
+	return nil
+}
+
+// maxNorm is the configured bound on a contribution's norm (0: none).
+func maxNorm(cfg Config) float64 {
+	if cfg.MaxNorm == 0 {
+		return math.Inf(1)
+	}
+	return cfg.MaxNorm
+}
+
+// Step is what closing round st.Round with exactly these contributions and weights gives:
+// the next State and the sorted lists of peers included and rejected at decode. A
+// contribution counts when its peer has a positive, finite weight in weights, with that
+// weight (its Weight field is not read); the others are in neither list. Contributions
+// must be whole, of round st.Round and of distinct peers, in any order. It is the same
+// arithmetic as CloseWith, bit for bit (CloseWith calls it), and does not modify st.
+// Closed.Params is θ after the step, a copy the caller owns.
+func Step(cfg Config, st State, contribs []Contribution, weights map[string]float64) (State, Closed, error) {
+	lay, err := newLayout(st.Params)
+	if err != nil {
+		return State{}, Closed{}, err
+	}
+	if err := lay.fits(st); err != nil {
+		return State{}, Closed{}, err
+	}
+	cs := slices.Clone(contribs)
+	slices.SortFunc(cs, func(a, b Contribution) int { return strings.Compare(a.Peer, b.Peer) })
+	for i, c := range cs {
+		switch {
+		case c.Round != st.Round || c.Msg == nil:
+			return State{}, Closed{}, fmt.Errorf("%w: contribution of %q for round %d to close round %d", ErrInvalid, c.Peer, c.Round, st.Round)
+		case i > 0 && cs[i-1].Peer == c.Peer:
+			return State{}, Closed{}, fmt.Errorf("%w: peer %s, round %d", ErrDuplicate, c.Peer, c.Round)
+		}
+	}
+	theta := training.Flatten(st.Params)
+	outer := training.Nesterov{LR: cfg.OuterLR, Momentum: cfg.Momentum}
+	if st.Momentum != nil {
+		outer.SetMomentumBuffer(st.Momentum)
+	}
+	_, included, rejected, err := closeStep(cfg, &lay, theta, &outer, st.Round, cs, weightOf(weights))
+	if err != nil {
+		return State{}, Closed{}, err
+	}
+	params, _ := training.Unflatten(theta, lay.like) // sizes match by construction
+	out, _ := training.Unflatten(theta, lay.like)
+	next := State{Round: st.Round + 1, Params: params, Momentum: slices.Clone(outer.MomentumBuffer())}
+	return next, Closed{Round: st.Round, Included: included, Rejected: rejected, Params: out}, nil
+}
+
+// weightOf reads a contribution's weight from a map: positive and finite, else 0.
+func weightOf(weights map[string]float64) func(Contribution) float64 {
+	return func(c Contribution) float64 {
+		if w := weights[c.Peer]; w > 0 && !math.IsInf(w, 0) {
+			return w
+		}
+		return 0
+	}
+}
+
+// closeStep closes round r on theta and outer, in place: the contributions cs (sorted by
+// peer) whose weight is positive are decoded, aggregated with that weight and applied by
+// the outer step. It returns the total weight included, the peers included and those whose
+// contribution failed to decode (or broke the norm bound). With nothing included, theta and
+// outer are left as they are.
+func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64) (total float64, included, rejected []string, err error) {
+	var in []aggregate.Input
+	defer func() {
+		for _, x := range in { // Aggregate returns a new slice and the outer step keeps none
+			putVec(x.Vec)
+		}
+	}()
+	for _, c := range cs {
+		w := weight(c)
+		if !(w > 0) {
+			continue
+		}
+		begin(cfg.Meter, PhaseDecode)
+		vec, err := lay.flatten(c.Msg, maxNorm(cfg))
+		end(cfg.Meter, PhaseDecode)
+		if err != nil {
+			rejected = append(rejected, c.Peer)
+			continue
+		}
+		included = append(included, c.Peer)
+		in = append(in, aggregate.Input{ID: c.Peer, Weight: w, Vec: vec})
+		total += w
+	}
+	if len(in) == 0 {
+		return 0, included, rejected, nil
+	}
+	begin(cfg.Meter, PhaseAggregate)
+	g, err := aggregate.Aggregate(cfg.Aggregate, in)
+	end(cfg.Meter, PhaseAggregate)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("round: aggregating round %d: %w", r, err)
+	}
+	begin(cfg.Meter, PhaseOuter)
+	err = outer.Step(theta, g)
+	end(cfg.Meter, PhaseOuter)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("round: outer step of round %d: %w", r, err)
+	}
+	return total, included, rejected, nil
+}
+
+// flatten decodes msg into one vector in the model's parameter order. Every tensor must be
+// present exactly once with its shape, and the vector's L2 norm at most bound.
+// The vector comes from vecPool; closeStep puts it back.
+func (l *layout) flatten(msg *compress.Message, bound float64) ([]float64, error) {
+	vec := getVec(l.size) // DecodeInto writes every value or fails
+	views := make([]compress.Tensor, len(l.like))
+	for i, t := range l.like {
+		off := l.offsets[t.Name]
+		views[i] = compress.Tensor{Name: t.Name, Shape: t.Shape, Data: vec[off : off+len(t.Data)]}
+	}
+	if err := msg.DecodeInto(views); err != nil {
+		putVec(vec)
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if !math.IsInf(bound, 1) {
+		ss := 0.0
+		for _, v := range vec {
+			ss += float64(v * v)
+		}
+		if !(math.Sqrt(ss) <= bound) {
+			putVec(vec)
+			return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), bound)
+		}
+	}
+	return vec, nil
+}
