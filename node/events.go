@@ -20,3 +20,10 @@ type shardIn struct {
 type evidenceIn struct {
 	ev *incentives.Evidence
 }
+
+// recordIn is a signed commit record that decoded and whose signature verified, on its
+// way to the loop: the first record of its signer for its round this node got.
+type recordIn struct {
+	sr  *incentives.SignedRecord
+	rec *incentives.Record
+}

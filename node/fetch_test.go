@@ -51,6 +51,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(bundleRequest([32]byte{1}).marshal())
 	f.Add(cidRequest(verify.PayloadCID(nil)).marshal())
 	f.Add(slotRequest(slot{round: 3, peer: incentivestest.PeerID("alice"), index: 2}).marshal())
+	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)
@@ -96,7 +97,7 @@ func TestFetchRoundTripBetweenHosts(t *testing.T) {
 	for _, s := range shards {
 		held.expect("serving node", p2p.KindShards, s, p2p.Accept, reasonOK)
 	}
-	server.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(held.f.reg, held.f.content).handle)
+	server.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(held.f.reg, held.f.content, held.f.records).handle)
 
 	fc := newFetchClient(client, fx.Network, held.f.cfg.Wire)
 	b, _ := verify.UnmarshalBundle(alice)
@@ -159,7 +160,7 @@ func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
 	fx := served.fx
 	alice := fx.Bundle("alice", "")
 	served.holdBundle(alice)
-	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content).handle)
+	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content, served.f.records).handle)
 
 	ft := newFullTest(t, 16, func(c *fullConfig) {
 		c.Self = receiver.ID()

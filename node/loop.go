@@ -197,6 +197,8 @@ func (l *loop) handle(ev any) (core.Ready, error) {
 		return rd, nil
 	case evidenceIn:
 		return l.core.Evidence(e.ev)
+	case recordIn:
+		return l.record(e)
 	}
 	return core.Ready{}, fmt.Errorf("round loop: unknown event %T", ev)
 }

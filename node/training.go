@@ -111,6 +111,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	w := wireOf(s)
 	n.checks = newFullChecks(fullConfig{
 		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
+		RepairDepth: uint64(s.Agreement.RepairDepth), Ledger: n.ledger.state.Load,
 		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
 		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
 		Publish: publish, Metrics: met, Log: n.log,
@@ -147,7 +148,7 @@ func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
 
 // serveFetch answers the fetch protocol from the bundle registry and the content store.
 func (n *Node) serveFetch() {
-	srv := newFetchServer(n.checks.reg, n.checks.content)
+	srv := newFetchServer(n.checks.reg, n.checks.content, n.checks.records)
 	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
 }
 
