@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -61,5 +62,24 @@ func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
 	s := fx.Shard("alice", b, 4, 0, []byte("p"))
 	if string(c.shard(k)) != string(data) || string(c.byPayload(s.Header.PayloadCID)) != string(data) {
 		t.Fatalf("round 4 not served by slot and CID (%d bytes held)", c.bytes)
+	}
+}
+
+// TestContentOfTheRepairWindowKept: with a repair depth deeper than keepRounds, the
+// shards of every round open to repair stay served as rounds close; older ones go.
+func TestContentOfTheRepairWindowKept(t *testing.T) {
+	ft := newFullTest(t, 16, func(c *fullConfig) { c.RepairDepth = 8 })
+	b := ft.fx.Bundle("alice", "")
+	var cids [][]byte
+	for r := range uint64(4) {
+		s := ft.fx.Shard("alice", b, r, 0, []byte{byte(r)})
+		ft.f.content.put(s, marshalShard(t, s))
+		cids = append(cids, s.Header.PayloadCID)
+	}
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2}) // rounds 2 to 9 open to repair
+	for r, cid := range cids {
+		if held := ft.f.content.byPayload(cid) != nil; held != (r >= 2) {
+			t.Errorf("round %d: held %v with rounds 2 to 9 open to repair", r, held)
+		}
 	}
 }
