@@ -38,6 +38,7 @@ type assembly struct {
 	done    bool     // all shards there, decoded and given to the machine
 	dropped string   // a reason, when the contribution is left out whatever arrives
 	cids    [][]byte // the payload CIDs (sorted), once done
+	msg     *compress.Message
 }
 
 // held is one shard as it arrived, with its signer's bundle (for evidence).
@@ -49,9 +50,11 @@ type held struct {
 // Shard takes a shard that passed every check (wire, bundle verified, signature by the
 // attested key of the header's peer, content) with its signer's marshalled bundle.
 //
-// Shards are held per (round, peer) by index. A shard for a closed round, for a round past
-// View's window, of this node, or of a new peer without voting power when
-// incentives.MaxContributions peers already sent shards for the round, is ignored. A second, different shard for a slot
+// Shards are held per (round, peer) by index. A shard of a closed round inside the repair
+// window is taken only when a pending repair wants its payload CID (see Record); other
+// shards for closed rounds, for a round past View's window, of this node, or of a new peer
+// without voting power when incentives.MaxContributions peers already sent shards for the
+// round, are ignored. A second, different shard for a slot
 // already held is equivocation: the evidence is published once and kept for the next
 // record, and the peer's contribution to the round is dropped. Shards disagreeing on their
 // count drop the contribution too (that is no offence anyone can prove from one header).
@@ -62,6 +65,9 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 	}
 	h := &s.Header
 	r := h.Round
+	if r < c.nextClose && r >= c.repairFrom() && h.Peer != c.cfg.Self {
+		return c.repairShard(s)
+	}
 	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
 		return Ready{}, nil
 	}
@@ -175,7 +181,7 @@ func (c *Core) complete(now time.Time, r uint64, peer string, a *assembly) error
 	if err := c.m.Receive(ct); err != nil {
 		return fmt.Errorf("core: contribution of %s to round %d: %w", peer, r, err)
 	}
-	a.done, a.cids = true, shardCIDs(shards)
+	a.done, a.cids, a.msg = true, shardCIDs(shards), ct.Msg
 	start := now // arrived before this node's own local work ended: delay 0
 	if o := c.own[r]; o != nil {
 		start = o.done

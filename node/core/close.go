@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/training/round"
 )
 
 // tryClose closes the next round when the machine and the deadline allow it, adding to rd.
@@ -82,8 +83,11 @@ type powerSum struct {
 }
 
 // close closes round r: weights from the ledger, the machine's close, the model root, the
-// ledger's record; and fills rd with what to persist, publish and report.
+// ledger's record; fills rd with what to persist, publish and report; keeps what closing
+// r again needs, and settles r at once when the records already seen for it give another
+// list.
 func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
+	pre, preLedger := c.m.State(), c.ledger
 	weights, rejected := c.weights(r)
 	mr, err := c.m.CloseWith(r, weights)
 	if err != nil {
@@ -101,13 +105,43 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if err != nil { // only a malformed inclusion list, which this code never makes
 		return Ready{}, fmt.Errorf("core: building the record of round %d: %w", r, err)
 	}
+	msg, err := c.recordMessage(closed.Record)
+	if err != nil {
+		return Ready{}, err
+	}
 	c.ledger = closed.State
 	c.setPending(closed.Deferred)
 	rd.Commit = &Commit{Record: closed.Record, State: closed.State, Events: closed.Events}
-	rd.Publish = append(rd.Publish, Message{Kind: KindRecords, Data: closed.Record.Marshal()})
+	rd.Publish = append(rd.Publish, msg)
+	c.summarise(now, r, mr, closed, rejected, &rd)
+	c.nextClose = r + 1
+	c.keepClosed(r, pre, preLedger, closed.Record, msg)
+	delete(c.rounds, r)
+	delete(c.own, r)
+	if err := c.settle(r, &rd); err != nil {
+		return Ready{}, err
+	}
+	return rd, nil
+}
+
+// recordMessage is the node's record as the records topic carries it: signed by the
+// node's identity, or bare without one.
+func (c *Core) recordMessage(rec *incentives.Record) (Message, error) {
+	if c.cfg.Identity == nil {
+		return Message{Kind: KindRecords, Data: rec.Marshal()}, nil
+	}
+	sr, err := incentives.SignRecord(c.cfg.Identity, c.cfg.Network, c.cfg.Run, rec)
+	if err != nil {
+		return Message{}, fmt.Errorf("core: signing the record of round %d: %w", rec.Round, err)
+	}
+	return Message{Kind: KindRecords, Data: sr.Marshal()}, nil
+}
+
+// summarise fills rd's Summary and the next local work of a closed round.
+func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incentives.Closed, rejected map[string]int, rd *Ready) {
 	sum := &Summary{
 		Round: r, Included: mr.Closed.Included, Rejected: rejected, Evidence: len(closed.Record.Evidence),
-		Deadline: c.deadline.Current(), ModelRoot: modelRoot, LedgerRoot: closed.State.Root(),
+		Deadline: c.deadline.Current(), ModelRoot: [32]byte(closed.Record.ModelRoot), LedgerRoot: closed.State.Root(),
 		Params: mr.Closed.Params, Ranks: c.ranks(),
 	}
 	copy(sum.StateRoot[:], closed.Record.NewRoot)
@@ -122,16 +156,10 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 		}
 	}
 	rd.Summary = sum
-	delete(c.rounds, r)
-	delete(c.own, r)
-	c.nextClose = r + 1
-	return rd, nil
 }
 
-// weights decides who counts in round r and with what weight, by the ledger in force: a
-// staked peer not jailed 1, an unstaked one the network's unstaked weight (left out at 0), a
-// jailed one (this node too) left out; only complete contributions that were not dropped;
-// at most incentives.MaxContributions, by voting power then peer ID. It also counts, by
+// weights decides who counts in round r, by the ledger in force: only complete
+// contributions that were not dropped, through admit and WeightsOf. It also counts, by
 // reason, the contributions left out.
 func (c *Core) weights(r uint64) (map[string]float64, map[string]int) {
 	rejected := map[string]int{}
@@ -147,54 +175,41 @@ func (c *Core) weights(r uint64) (map[string]float64, map[string]int) {
 			rejected[ReasonIncomplete]++
 		}
 	}
-	unstaked := float64(c.ledger.Params.UnstakedWeightPPM) / incentives.PPM
-	var in []string
+	var list []incentives.Contribution
 	for _, p := range c.m.Pending(r) {
 		if a, ok := ri.peers[p]; p != c.cfg.Self && (!ok || !a.done || a.dropped != "") {
 			continue // given to the machine, then dropped (equivocation): counted above
 		}
+		list = append(list, incentives.Contribution{Peer: p, Shards: c.cids(r, p)})
+	}
+	in := admit(c.ledger, list, rejected)
+	return WeightsOf(c.ledger, peersOf(in)), rejected
+}
+
+// admit is who of an inclusion list counts by the ledger led, for a live close and a
+// repair alike: a jailed peer (this node too) is left out, and an unstaked one when the
+// network gives unstaked peers no weight; of the rest at most what a record lists
+// (incentives.MaxContributions, whose encoding fits incentives.MaxContributionsSize), by
+// voting power then peer ID. What it leaves out is counted in rejected by reason.
+func admit(led *incentives.State, list []incentives.Contribution, rejected map[string]int) []incentives.Contribution {
+	unstaked := led.Params.UnstakedWeightPPM > 0
+	var in []incentives.Contribution
+	for _, e := range list {
 		switch {
-		case c.ledger.Jailed(p):
+		case led.Jailed(e.Peer):
 			rejected[ReasonJailed]++
-		case c.ledger.Power(p) == 0 && unstaked == 0:
+		case led.Power(e.Peer) == 0 && !unstaked:
 			rejected[ReasonWeight]++
 		default:
-			in = append(in, p)
+			in = append(in, e)
 		}
 	}
-	slices.SortFunc(in, func(a, b string) int {
-		return cmp.Or(cmp.Compare(c.ledger.Power(b), c.ledger.Power(a)), cmp.Compare(a, b))
+	slices.SortFunc(in, func(a, b incentives.Contribution) int {
+		return cmp.Or(cmp.Compare(led.Power(b.Peer), led.Power(a.Peer)), cmp.Compare(a.Peer, b.Peer))
 	})
-	in = c.capped(r, in, rejected)
-	return WeightsOf(c.ledger, in), rejected
-}
-
-// WeightsOf is the weight of each included peer by the ledger led: a staked peer 1, an
-// unstaked one the network's unstaked weight (left out at 0), a jailed one left out. Every
-// node computes it alike for the same ledger, which closing a round and repairing one both
-// use.
-func WeightsOf(led *incentives.State, included []string) map[string]float64 {
-	unstaked := float64(led.Params.UnstakedWeightPPM) / incentives.PPM
-	weights := make(map[string]float64, len(included))
-	for _, p := range included {
-		switch {
-		case led.Jailed(p):
-		case led.Power(p) > 0:
-			weights[p] = 1
-		case unstaked > 0:
-			weights[p] = unstaked
-		}
-	}
-	return weights
-}
-
-// capped keeps the first contributions of in (in priority order) that a record can list:
-// at most incentives.MaxContributions, whose encoding fits incentives.MaxContributionsSize.
-// The rest are counted under ReasonCap.
-func (c *Core) capped(r uint64, in []string, rejected map[string]int) []string {
 	size := 9 // the list's header
-	for i, p := range in {
-		size += contributionSize(p, c.cids(r, p))
+	for i, e := range in {
+		size += contributionSize(e.Peer, e.Shards)
 		if i == incentives.MaxContributions || size > incentives.MaxContributionsSize {
 			rejected[ReasonCap] += len(in) - i
 			return in[:i]
@@ -255,4 +270,23 @@ func (c *Core) ranks() []int {
 		out[i] = s.Rank
 	}
 	return out
+}
+
+// WeightsOf is the weight of each included peer by the ledger led: a staked peer 1, an
+// unstaked one the network's unstaked weight (left out at 0), a jailed one left out. Every
+// node computes it alike for the same ledger, which closing a round and repairing one both
+// use.
+func WeightsOf(led *incentives.State, included []string) map[string]float64 {
+	unstaked := float64(led.Params.UnstakedWeightPPM) / incentives.PPM
+	weights := make(map[string]float64, len(included))
+	for _, p := range included {
+		switch {
+		case led.Jailed(p):
+		case led.Power(p) > 0:
+			weights[p] = 1
+		case unstaked > 0:
+			weights[p] = unstaked
+		}
+	}
+	return weights
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
@@ -47,6 +50,13 @@ type Config struct {
 	// against the peer with the most bytes pending is dropped.
 	MaxPendingEvidence      int
 	MaxPendingEvidenceBytes int
+	// Identity is the node's libp2p identity: it signs the node's records, which the
+	// records topic carries as incentives.SignedRecord. Without it (nodes that do not take
+	// part in agreement yet) records are published as bare incentives.Record bytes.
+	Identity crypto.PrivKey
+	// Depth is how many closed rounds stay open to repair (the spec's
+	// agreement.repair_depth; 0: DefaultDepth).
+	Depth uint64
 }
 
 // Signer is the node's ephemeral key for the current epoch and its attestation bundle.
@@ -62,11 +72,17 @@ type View struct {
 	NextLocal uint64 // round of local work in progress
 	Window    uint64 // shards may be for rounds up to NextLocal+Window
 	Epoch     uint64 // attestation epoch of NextLocal
+	// RepairFrom is the oldest round open to repair: shards of closed rounds from it on
+	// are taken when a repair wants their CID (the fetch path lets them through; gossip
+	// still finds them late).
+	RepairFrom uint64
 }
 
-// Ready is what the caller does after an event, in this order: Commit (persist first), then
-// Publish, Fetch, Train, Summary. Nil or empty means nothing to do. The caller owns it.
+// Ready is what the caller does after an event, in this order: Repair and Commit (persist
+// first, Repair before Commit), then Publish, Fetch, Train, Summary. Nil or empty means
+// nothing to do. The caller owns it.
 type Ready struct {
+	Repair  *Repair // closed rounds replaced by their canonical lists' states
 	Commit  *Commit
 	Publish []Message // own signed shards, evidence, the commit record
 	Fetch   []Want    // slots missing when a round is about to close
@@ -80,11 +96,13 @@ type Message struct {
 	Data []byte
 }
 
-// Want names a shard slot to fetch.
+// Want names a shard slot to fetch, or with CID set a shard by its payload CID (for a
+// repair of a closed round; Peer is the one to ask first, Index is not used).
 type Want struct {
 	Round uint64
 	Peer  string
 	Index uint32
+	CID   []byte
 }
 
 // Commit is what a closed round changes in the store, in one transaction.
@@ -134,6 +152,7 @@ type Core struct {
 	pendingBytes         int
 	blocked              time.Time // when local work began waiting for a close (zero: not waiting)
 	total                powerSum  // the ledger's total voting power
+	agree                *agreement
 }
 
 // ownRound is this node's contribution to an open round.
@@ -141,6 +160,7 @@ type ownRound struct {
 	done  time.Time // LocalDone
 	cids  [][]byte
 	bytes int
+	msg   *compress.Message
 }
 
 // New returns a Core that resumes from st with the ledger state ledger, whose Round must
@@ -170,6 +190,12 @@ func New(cfg Config, st round.State, ledger *incentives.State) (*Core, error) {
 	if cfg.Round.Window == 0 {
 		cfg.Round.Window = 1
 	}
+	if cfg.Depth == 0 {
+		cfg.Depth = DefaultDepth
+	}
+	if err := checkIdentity(cfg.Identity, cfg.Self); err != nil {
+		return nil, err
+	}
 	d, err := NewDeadline(cfg.Deadline)
 	if err != nil {
 		return nil, err
@@ -186,7 +212,7 @@ func New(cfg Config, st round.State, ledger *incentives.State) (*Core, error) {
 		cfg: cfg, m: m, ledger: ledger, deadline: d, maxShards: maxShardsFor(n, len(st.Params)),
 		nextClose: st.Round, nextLocal: st.Round,
 		rounds: map[uint64]*roundIn{}, own: map[uint64]*ownRound{},
-		pendingIDs: map[incentives.ID]struct{}{},
+		pendingIDs: map[incentives.ID]struct{}{}, agree: newAgreement(),
 	}, nil
 }
 
@@ -236,7 +262,7 @@ func (c *Core) signOwn(now time.Time, out *round.Outbound, rd *Ready) error {
 	if len(out.Shards) > incentives.MaxShardsPerContribution {
 		return fmt.Errorf("core: round %d: %d shards, a record lists at most %d (raise the shard byte cap)", out.Round, len(out.Shards), incentives.MaxShardsPerContribution)
 	}
-	o := &ownRound{done: now}
+	o := &ownRound{done: now, msg: out.Msg}
 	for _, sh := range out.Shards {
 		h := verify.ShardHeader{
 			Network: c.cfg.Network, Run: c.cfg.Run, Round: out.Round, Peer: c.cfg.Self,
@@ -270,7 +296,7 @@ func (c *Core) Finish() {
 
 // View returns what validators need to place a shard's round.
 func (c *Core) View() View {
-	return View{NextClose: c.nextClose, NextLocal: c.nextLocal, Window: c.cfg.Round.Window, Epoch: c.epoch(c.nextLocal)}
+	return View{NextClose: c.nextClose, NextLocal: c.nextLocal, Window: c.cfg.Round.Window, Epoch: c.epoch(c.nextLocal), RepairFrom: c.repairFrom()}
 }
 
 // epoch is the attestation epoch of round r, by the checker's epoch length.
@@ -293,5 +319,24 @@ func (c *Core) epoch(r uint64) uint64 {
 // Ledger returns the ledger state in force (the caller must not modify it).
 func (c *Core) Ledger() *incentives.State { return c.ledger }
 
+// State returns a copy of the global state in force: the first open round, θ and the
+// outer momentum (repairs included).
+func (c *Core) State() round.State { return c.m.State() }
+
 // ModelRoot is the root of the round state: the rounds closed so far, θ and momentum.
 func (c *Core) ModelRoot() [32]byte { return c.m.State().Root() }
+
+// checkIdentity: an identity, when given, must be the one self names.
+func checkIdentity(key crypto.PrivKey, self string) error {
+	if key == nil {
+		return nil
+	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("core: identity: %w", err)
+	}
+	if id.String() != self {
+		return fmt.Errorf("core: identity is %s's, self is %s", id, self)
+	}
+	return nil
+}

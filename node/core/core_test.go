@@ -55,23 +55,31 @@ func TestSwarmAgreesInAnyDeliveryOrder(t *testing.T) {
 	}
 }
 
-// The records every core publishes are the same bytes, and each chains to the one before.
+// The records every core signs and publishes are the same record bytes, and each chains to
+// the one before.
 func TestSwarmRecordsIdentical(t *testing.T) {
 	s := runSwarm(t, 9, 4)
 	ref := s.records[s.nodes[0].id]
 	if len(ref) != 3 {
 		t.Fatalf("%d records, want 3", len(ref))
 	}
+	inner := func(data []byte) string {
+		sr, _, err := incentives.DecodeSignedRecord(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(sr.Record)
+	}
 	for _, n := range s.nodes[1:] {
 		for i, rec := range s.records[n.id] {
-			if string(rec) != string(ref[i]) {
+			if inner(rec) != inner(ref[i]) {
 				t.Fatalf("record %d of %s differs", i, n.name)
 			}
 		}
 	}
 	var prev []byte
 	for i, data := range ref {
-		rec, err := incentives.DecodeRecord(data)
+		_, rec, err := incentives.DecodeSignedRecord(data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +103,7 @@ func TestSilentPeerRoundClosesAtDeadline(t *testing.T) {
 		if len(n.sums) != 0 || n.train != nil {
 			t.Fatalf("%s closed round 0 or trains before the deadline", n.name)
 		}
-		if !slices.Contains(n.fetch, core.Want{Round: 0, Peer: s.node("d").id}) {
+		if !slices.ContainsFunc(n.fetch, func(w core.Want) bool { return w.Round == 0 && w.Peer == s.node("d").id && w.CID == nil }) {
 			t.Fatalf("%s asked for %v, not d's round 0", n.name, n.fetch)
 		}
 	}

@@ -6,15 +6,17 @@
 //
 // Core owns one node's round machine (training/round), its ledger state (incentives), the
 // Deadline and the evidence waiting for a record. Its events are Start, LocalDone, Shard,
-// Evidence and Tick, each with the time it happened; each returns a Ready: what to persist
-// (Commit, first), publish, fetch and train, and a Summary per closed round. View tells the
-// validators which rounds are open. A Core is not safe for concurrent use.
+// Evidence, Record and Tick, each with the time it happened; each returns a Ready: what to
+// persist (Repair, then Commit, first), publish, fetch and train, and a Summary per closed
+// round. View tells the validators which rounds are open. A Core is not safe for
+// concurrent use.
 //
 //	c, _ := core.New(cfg, state, ledger)
 //	c.SetSigner(signer)                 // at start and each new epoch
 //	rd, _ := c.Start(now)               // rd.Train: the first local work
-//	// then, as they happen: LocalDone, Shard (verified), Evidence (checked), Tick;
-//	// after each: persist rd.Commit, publish rd.Publish, fetch rd.Fetch, train rd.Train.
+//	// then, as they happen: LocalDone, Shard (verified), Evidence (checked),
+//	// Record (signature checked), Tick; after each: persist rd.Repair then rd.Commit,
+//	// publish rd.Publish, fetch rd.Fetch, train rd.Train.
 //
 // Shards: see Core.Shard for what is held and what is ignored. A round closes when the
 // machine allows it (with the one-step delay, after the next round's local work) and the
@@ -27,6 +29,22 @@
 // exactly the aggregated contributions with their shard CIDs. Every node
 // holding the same contributions and evidence when a round closes computes the same model
 // root, record and ledger, whatever the order they arrived in.
+//
+// # Agreement
+//
+// Each closed round's record is signed with Config.Identity and published: it is the
+// node's vote on the round's inclusion list. Record takes the peers' votes (the first of
+// each signer with voting power, per round, from View.RepairFrom to the round after the
+// next to close) and decides each closed round's canonical list by the rule in
+// docs/architecture.md ("Agreement"), a pure function of the records seen and the ledger.
+// For the last Config.Depth closed rounds the Core keeps the state before the close, the
+// ledger in force at its start, every contribution it held (its own included, with CIDs)
+// and its record. When a round's canonical list is not the one its state was closed from,
+// the Core closes that round again from its snapshot with round.Step, and every later
+// round (with its canonical list, or its own list through the same filters), and returns
+// Ready.Repair; when it lacks a listed contribution it returns Ready.Fetch by CID and
+// repairs once Shard brings them. A round that closes after records for it arrived is
+// settled at once. Agreement reports where the node stands.
 //
 // # Deadline
 //

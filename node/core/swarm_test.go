@@ -3,6 +3,7 @@ package core_test
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -71,6 +72,8 @@ type node struct {
 	sums     []*core.Summary
 	fetch    []core.Want
 	silent   bool // publishes nothing
+	repairs  []*core.Repair
+	refused  int // records Record refused
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
 }
@@ -88,20 +91,29 @@ type swarm struct {
 	now     time.Time
 	records map[string][][]byte // peer ID -> its records, encoded
 	shards  map[string][][]byte // peer ID -> its own signed shards, encoded
+	// drop, if set, loses the deliveries it returns true for (gossip and fetches alike).
+	drop func(d delivery) bool
 }
 
 type delivery struct {
-	to  *node
-	msg core.Message
+	from, to *node
+	msg      core.Message
+	fetch    bool // an answer to a fetch by CID, not gossip
 }
 
 // stakes maps names to genesis stakes; a name with stake 0 is in the swarm but unstaked.
 func newSwarm(t *testing.T, seed uint64, params incentives.Params, names []string, stakes []uint64) *swarm {
 	t.Helper()
+	return newSwarmWith(t, seed, params, names, stakes, nil)
+}
+
+// newSwarmWith is newSwarm with extra genesis stakes of peers that run no core.
+func newSwarmWith(t *testing.T, seed uint64, params incentives.Params, names []string, stakes []uint64, extra []incentives.Stake) *swarm {
+	t.Helper()
 	s := &swarm{t: t, fx: incentivestest.New(testNetwork, testRun), bundles: map[string][]byte{},
 		rng: rand.New(rand.NewPCG(seed, 7)), now: t0,
 		records: map[string][][]byte{}, shards: map[string][][]byte{}}
-	var g incentives.Genesis
+	g := incentives.Genesis{Stakes: slices.Clone(extra)}
 	for i, n := range names {
 		if stakes[i] > 0 {
 			g.Stakes = append(g.Stakes, incentives.Stake{Peer: incentivestest.PeerID(n), Amount: stakes[i]})
@@ -115,7 +127,7 @@ func newSwarm(t *testing.T, seed uint64, params incentives.Params, names []strin
 		id := incentivestest.PeerID(n)
 		c, err := core.New(core.Config{
 			Self: id, Network: testNetwork, Run: testRun, Round: roundConfig(id), Deadline: deadlineConfig,
-			Checker: s.fx.Checker(), Limits: compress.DefaultLimits,
+			Checker: s.fx.Checker(), Limits: compress.DefaultLimits, Identity: incentivestest.Identity(n),
 		}, round.State{Params: theta0()}, ledger)
 		if err != nil {
 			t.Fatal(err)
@@ -169,17 +181,49 @@ func (s *swarm) handle(n *node, rd core.Ready, err error) {
 		for _, m := range out {
 			for _, to := range s.nodes {
 				if to != n && !n.silent {
-					s.pool = append(s.pool, delivery{to: to, msg: m})
+					s.send(delivery{from: n, to: to, msg: m})
 				}
 			}
 		}
 	}
 	n.fetch = append(n.fetch, rd.Fetch...)
+	s.serve(n, rd.Fetch)
+	if rd.Repair != nil {
+		n.repairs = append(n.repairs, rd.Repair)
+	}
 	if rd.Train != nil {
 		n.train = rd.Train
 	}
 	if rd.Summary != nil {
 		n.sums = append(n.sums, rd.Summary)
+	}
+}
+
+// send puts d in the pool unless drop loses it.
+func (s *swarm) send(d delivery) {
+	if s.drop == nil || !s.drop(d) {
+		s.pool = append(s.pool, d)
+	}
+}
+
+// serve answers the wants by CID: the shard with that payload CID, from the node that
+// published it, if any did.
+func (s *swarm) serve(n *node, wants []core.Want) {
+	for _, w := range wants {
+		if w.CID == nil {
+			continue
+		}
+		for _, from := range s.nodes {
+			for _, data := range s.shards[from.id] {
+				sh, err := verify.UnmarshalShard(data, maxPayload)
+				if err != nil {
+					s.t.Fatal(err)
+				}
+				if string(sh.Header.PayloadCID) == string(w.CID) {
+					s.send(delivery{from: from, to: n, msg: core.Message{Kind: core.KindShards, Data: data}, fetch: true})
+				}
+			}
+		}
 	}
 }
 
@@ -204,6 +248,20 @@ func (s *swarm) deliver(d delivery) {
 			s.t.Fatalf("evidence published by a core does not check: %v", err)
 		}
 		rd, err := c.Evidence(e)
+		s.handle(d.to, rd, err)
+	case core.KindRecords:
+		sr, rec, err := incentives.DecodeSignedRecord(d.msg.Data)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if err := sr.Verify(); err != nil {
+			s.t.Fatal(err)
+		}
+		rd, err := c.Record(s.now, sr, rec)
+		if errors.Is(err, core.ErrRecordWindow) || errors.Is(err, core.ErrRecordNoPower) || errors.Is(err, core.ErrRecordDuplicate) {
+			d.to.refused++ // the loop logs and counts these
+			err = nil
+		}
 		s.handle(d.to, rd, err)
 	}
 }

@@ -1,0 +1,316 @@
+package core
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
+	"github.com/lowband/lowband/verify"
+)
+
+// DefaultDepth is how many closed rounds stay open to repair when Config.Depth is 0.
+const DefaultDepth = 3
+
+// Record's refusals. Each means the record changed nothing; they give the caller a reason
+// to log and count.
+var (
+	// ErrRecord: a signed record of another network or run, or with no inner record: no
+	// validator passes those.
+	ErrRecord = errors.New("core: record out of form")
+	// ErrRecordWindow: a record of a round before View.RepairFrom or past the round after
+	// the next to close.
+	ErrRecordWindow = errors.New("core: record outside the repair window")
+	// ErrRecordNoPower: a record of a signer with no voting power in the ledger in force at
+	// the start of its round.
+	ErrRecordNoPower = errors.New("core: record of a signer without voting power")
+	// ErrRecordDuplicate: a second, different record of one signer for one round; the
+	// first stands.
+	ErrRecordDuplicate = errors.New("core: second record of a signer for a round")
+)
+
+// Repair replaces closed rounds by what their canonical inclusion lists give. The caller
+// persists it before anything else in the Ready (the Commit, if any, follows it).
+type Repair struct {
+	From    uint64    // first round replaced; Commits[0].Record.Round == From
+	Commits []*Commit // the rounds From.. closed again, in order; the last is the new head
+	// OldRoot and NewRoot are the state roots of the head before and after.
+	OldRoot, NewRoot [32]byte
+}
+
+// Agreement is where this node stands in the agreement on each round's inclusion list.
+type Agreement struct {
+	Head uint64   // last closed round
+	Root [32]byte // this node's state root of Head
+	// Canonical is the state root of CanonicalRound, the last closed round whose canonical
+	// list rests on records carrying more than half of the voting power and whose state
+	// this node holds (zero: none yet).
+	Canonical      [32]byte
+	CanonicalRound uint64
+	// Agrees: no repair is pending or was given up, so this node holds the canonical state
+	// of every round the records it has seen decide.
+	Agrees bool
+	// Stale: a repair waited until its round left the window; only a checkpoint (a later
+	// step) brings this node back to the canonical state.
+	Stale   bool
+	Repairs int // rounds closed again so far
+	Waiting int // CIDs a pending repair still waits for
+	// Duplicates counts second, different records of one signer for one round (ignored).
+	Duplicates int
+}
+
+// agreement is what the Core keeps to agree with its peers on closed rounds.
+type agreement struct {
+	closed     map[uint64]*closedRound                  // rounds inside the repair window
+	votes      map[uint64]map[string]*incentives.Record // round -> signer -> its first record
+	tallies    map[uint64]*tally                        // of votes, by round
+	wait       *waiting                                 // a repair waiting for shards
+	repairs    int
+	duplicates int
+	resent     uint64 // own records were resent for rounds below this
+	stale      bool   // a repair left the window unfinished
+}
+
+// closedRound is one closed round inside the repair window: what closing it again needs.
+type closedRound struct {
+	pre     round.State       // the model state before the close (pre.Round is the round)
+	ledger  *incentives.State // the ledger in force at its start
+	held    map[string]*heldContribution
+	record  *incentives.Record       // this node's committed record (after repairs)
+	own     *incentives.Record       // the record this node published: its vote
+	vote    Message                  // and the message that carried it
+	basis   [32]byte                 // fingerprint of the list the state was last closed from
+	fetched map[string]*verify.Shard // of entries a repair waits for, by CID
+}
+
+// heldContribution is a contribution this node holds for a closed round, with the CIDs of
+// its shards (sorted). msg is nil when its shards do not decode.
+type heldContribution struct {
+	peer string
+	cids [][]byte
+	msg  *compress.Message
+}
+
+func newAgreement() *agreement {
+	return &agreement{closed: map[uint64]*closedRound{}, votes: map[uint64]map[string]*incentives.Record{}, tallies: map[uint64]*tally{}}
+}
+
+// repairFrom is the oldest round open to repair: rounds closed at most Depth ago.
+func (c *Core) repairFrom() uint64 {
+	if c.nextClose < c.cfg.Depth {
+		return 0
+	}
+	return c.nextClose - c.cfg.Depth
+}
+
+// entryKey is an inclusion entry's exact encoding: the peer, then each shard CID, every
+// part prefixed with its length. Two entries are the same vote when their keys are equal.
+func entryKey(peer string, cids [][]byte) string {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(peer)))
+	b = append(b, peer...)
+	for _, c := range cids {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(c)))
+		b = append(b, c...)
+	}
+	return string(b)
+}
+
+// fingerprint identifies an inclusion list: its entries' keys and its evidence IDs, in
+// order.
+func fingerprint(list []incentives.Contribution, evidence []incentives.Evidence) [32]byte {
+	h := sha256.New()
+	for _, e := range list {
+		k := entryKey(e.Peer, e.Shards)
+		h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(k))))
+		h.Write([]byte(k))
+	}
+	h.Write([]byte{0xff, 0xff, 0xff, 0xff}) // no entry key is this long
+	for _, e := range evidence {
+		id := e.ID()
+		h.Write(id[:])
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Record takes a signed record whose form and signature the validator checked. It keeps
+// the first record of each signer with voting power for each round from RepairFrom to the
+// round after the next to close, and when the record is for a closed round, decides that
+// round's list again: a Ready.Repair when the canonical lists now give other states and
+// this node holds what they need, a Ready.Fetch (by CID) when it does not. Records outside
+// those rounds (ErrRecordWindow), of signers without power (ErrRecordNoPower) and second
+// ones (ErrRecordDuplicate) change nothing; this node's own and a record it holds already
+// are ignored. Any other error is a repair that failed.
+func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentives.Record) (Ready, error) {
+	if sr == nil || rec == nil {
+		return Ready{}, fmt.Errorf("%w: nil", ErrRecord)
+	}
+	if sr.Network != c.cfg.Network || sr.Run != c.cfg.Run {
+		return Ready{}, fmt.Errorf("%w: network %q run %q", ErrRecord, sr.Network, sr.Run)
+	}
+	r := rec.Round
+	if sr.Signer == c.cfg.Self { // this node's own, back from gossip
+		return Ready{}, nil
+	}
+	if r < c.repairFrom() || r > c.nextClose+1 {
+		return Ready{}, fmt.Errorf("%w: round %d, open to repair %d-%d", ErrRecordWindow, r, c.repairFrom(), c.nextClose+1)
+	}
+	if c.ledgerAt(r).Power(sr.Signer) == 0 {
+		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordNoPower, sr.Signer, r)
+	}
+	vs := c.agree.votes[r]
+	if vs == nil {
+		vs = map[string]*incentives.Record{}
+		c.agree.votes[r] = vs
+	}
+	if old, ok := vs[sr.Signer]; ok {
+		if bytes.Equal(old.Marshal(), rec.Marshal()) {
+			return Ready{}, nil // the same record again (resent)
+		}
+		c.agree.duplicates++
+		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordDuplicate, sr.Signer, r)
+	}
+	vs[sr.Signer] = rec
+	if t := c.agree.tallies[r]; t != nil {
+		t.add(sr.Signer, rec)
+	}
+	resend := c.resend(rec)
+	if r >= c.nextClose {
+		return Ready{Publish: resend}, nil // used when the round closes
+	}
+	from := r
+	if w := c.agree.wait; w != nil && w.from < from {
+		from = w.from
+	}
+	rd, err := c.reconcile(from)
+	rd.Publish = append(rd.Publish, resend...)
+	return rd, err
+}
+
+// resend returns this node's own records of the rounds in the window before rec's, once
+// per round, when rec does not follow this node's state of the round before: the signer's
+// chain and this one part somewhere, and each may lack the other's votes (a partition
+// lost them). Receivers that hold them already ignore them.
+func (c *Core) resend(rec *incentives.Record) []Message {
+	if rec.Round == 0 || c.agree.resent > rec.Round {
+		return nil
+	}
+	prev := c.agree.closed[rec.Round-1]
+	if prev == nil || bytes.Equal(rec.PrevRoot, prev.record.NewRoot) {
+		return nil
+	}
+	c.agree.resent = rec.Round + 1
+	var out []Message
+	for u := c.repairFrom(); u < rec.Round; u++ {
+		if cr := c.agree.closed[u]; cr != nil {
+			out = append(out, cr.vote)
+		}
+	}
+	return out
+}
+
+// ledgerAt is the ledger in force at the start of round r, as far as this node knows: the
+// snapshot of a closed round, else the ledger in force now.
+func (c *Core) ledgerAt(r uint64) *incentives.State {
+	if cr := c.agree.closed[r]; cr != nil {
+		return cr.ledger
+	}
+	return c.ledger
+}
+
+// decide returns round r's list by the rule (docs/architecture.md, "Agreement"): the
+// entries and evidence items listed by records carrying strictly more than half of the
+// weight of all the records seen for r, weights being voting power by led; with no
+// weight seen, this node's own record. quorum reports whether the records seen carry more
+// than half of led's total voting power.
+func (c *Core) decide(r uint64, led *incentives.State) (list []incentives.Contribution, evidence []incentives.Evidence, quorum bool) {
+	t := c.tallyOf(r, led)
+	if t.total == 0 {
+		own := c.agree.closed[r].own
+		return own.Contributions, own.Evidence, false
+	}
+	list, evidence = t.canonical()
+	all := led.TotalPower()
+	return list, evidence, t.total > all-t.total
+}
+
+// Agreement returns where this node stands, for /status.
+func (c *Core) Agreement() Agreement {
+	a := Agreement{Repairs: c.agree.repairs, Duplicates: c.agree.duplicates, Stale: c.agree.stale}
+	a.Agrees = c.agree.wait == nil && !a.Stale
+	if c.nextClose == 0 {
+		return a
+	}
+	a.Head = c.nextClose - 1
+	copy(a.Root[:], c.ledger.Head)
+	if w := c.agree.wait; w != nil {
+		a.Waiting = len(w.cids)
+	}
+	for r := c.nextClose; r > c.repairFrom(); r-- {
+		u := r - 1
+		if w := c.agree.wait; w != nil && u >= w.from {
+			continue
+		}
+		cr := c.agree.closed[u]
+		if cr == nil {
+			break
+		}
+		if _, _, quorum := c.decide(u, cr.ledger); quorum {
+			a.CanonicalRound = u
+			copy(a.Canonical[:], cr.record.NewRoot)
+			break
+		}
+	}
+	return a
+}
+
+// keepClosed remembers what closing round r again needs: the state before the close, the
+// ledger in force at its start, every complete contribution held (own included) and this
+// node's record with the message that carried it; and forgets rounds that left the window.
+func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec *incentives.Record, vote Message) {
+	cr := &closedRound{
+		pre: pre, ledger: led, held: map[string]*heldContribution{}, record: rec, own: rec, vote: vote,
+		basis: fingerprint(rec.Contributions, rec.Evidence),
+	}
+	if ri := c.rounds[r]; ri != nil {
+		for p, a := range ri.peers {
+			if a.done && a.msg != nil {
+				cr.hold(&heldContribution{peer: p, cids: a.cids, msg: a.msg})
+			}
+		}
+	}
+	if o := c.own[r]; o != nil && o.msg != nil {
+		cr.hold(&heldContribution{peer: c.cfg.Self, cids: c.cids(r, c.cfg.Self), msg: o.msg})
+	}
+	c.agree.closed[r] = cr
+	if c.agree.votes[r] == nil {
+		c.agree.votes[r] = map[string]*incentives.Record{}
+	}
+	c.agree.votes[r][c.cfg.Self] = rec
+	if t := c.agree.tallies[r]; t != nil {
+		t.add(c.cfg.Self, rec)
+	}
+	from := c.repairFrom() // r+1 is the next to close by now
+	for u := range c.agree.closed {
+		if u < from {
+			delete(c.agree.closed, u)
+		}
+	}
+	for u := range c.agree.votes {
+		if u < from {
+			delete(c.agree.votes, u)
+			delete(c.agree.tallies, u)
+		}
+	}
+	if w := c.agree.wait; w != nil && w.from < from {
+		c.agree.wait, c.agree.stale = nil, true // only a checkpoint brings this node back
+	}
+}
+
+func (cr *closedRound) hold(h *heldContribution) { cr.held[entryKey(h.peer, h.cids)] = h }

@@ -1,0 +1,265 @@
+package core
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
+	"github.com/lowband/lowband/verify"
+)
+
+// waiting is a repair that needs shards this node does not hold: by payload CID, the
+// round and entry each completes.
+type waiting struct {
+	from uint64              // replay from this round once they are in
+	cids map[string]wantedAt // by CID
+}
+
+type wantedAt struct {
+	round uint64
+	peer  string
+	cids  [][]byte // the entry's CIDs, sorted
+}
+
+// redo is one round closed again.
+type redo struct {
+	round    uint64
+	next     round.State // the state after it
+	commit   *Commit
+	basis    [32]byte
+	deferred []incentives.Evidence
+}
+
+// reconcile decides closed rounds from..head again and closes again those whose list
+// changed, and every round after. It returns a Repair, or a Fetch of what is missing
+// (then the Core waits; nothing changes until the shards come, or the round leaves the
+// window).
+func (c *Core) reconcile(from uint64) (Ready, error) {
+	redos, missing, err := c.replay(from)
+	if err != nil {
+		return Ready{}, err
+	}
+	if len(missing) > 0 {
+		return Ready{Fetch: c.await(from, missing)}, nil
+	}
+	c.agree.wait = nil
+	if len(redos) == 0 {
+		return Ready{}, nil
+	}
+	rp, err := c.apply(redos)
+	return Ready{Repair: rp}, err
+}
+
+// replay computes, without changing anything, what closing rounds from..head with their
+// lists gives: nothing up to the first round whose decided list differs from the one its
+// state was closed from, then that round and every later one. It stops at the first round
+// that needs a contribution this node does not hold and returns what is missing.
+func (c *Core) replay(from uint64) ([]redo, []wantedAt, error) {
+	var redos []redo
+	var pre round.State
+	var led *incentives.State
+	for u := max(from, c.repairFrom()); u < c.nextClose; u++ {
+		cr := c.agree.closed[u]
+		if cr == nil {
+			continue // closed before this Core started: nothing to redo it from
+		}
+		if len(redos) == 0 {
+			pre, led = cr.pre, cr.ledger
+		}
+		list, evidence, _ := c.decide(u, led)
+		basis := fingerprint(list, evidence)
+		if len(redos) == 0 && basis == cr.basis {
+			continue
+		}
+		if missing := cr.missing(u, list); len(missing) > 0 {
+			return nil, missing, nil
+		}
+		next, commit, deferred, err := c.closeWith(cr, pre, led, list, evidence)
+		if err != nil {
+			return nil, nil, err
+		}
+		redos = append(redos, redo{round: u, next: next, commit: commit, basis: basis, deferred: deferred})
+		pre, led = next, commit.State
+	}
+	return redos, nil, nil
+}
+
+// missing lists the entries of list this node holds no contribution for.
+func (cr *closedRound) missing(r uint64, list []incentives.Contribution) []wantedAt {
+	var out []wantedAt
+	for _, e := range list {
+		if cr.held[entryKey(e.Peer, e.Shards)] == nil {
+			out = append(out, wantedAt{round: r, peer: e.Peer, cids: e.Shards})
+		}
+	}
+	return out
+}
+
+// closeWith closes round cr from pre with the ledger led and the inclusion list list: the
+// live close's filters (admit, WeightsOf), round.Step, and the ledger's Build of the record
+// listing what was aggregated, with evidence as its candidates.
+func (c *Core) closeWith(cr *closedRound, pre round.State, led *incentives.State, list []incentives.Contribution, evidence []incentives.Evidence) (round.State, *Commit, []incentives.Evidence, error) {
+	in := admit(led, list, map[string]int{})
+	var cts []round.Contribution
+	byPeer := map[string][][]byte{}
+	for _, e := range in {
+		h := cr.held[entryKey(e.Peer, e.Shards)]
+		if h.msg == nil {
+			continue // its shards do not decode: left out, as a live close would
+		}
+		cts = append(cts, round.Contribution{Round: pre.Round, Peer: e.Peer, Msg: h.msg})
+		byPeer[e.Peer] = e.Shards
+	}
+	next, closed, err := round.Step(c.cfg.Round, pre, cts, WeightsOf(led, peersOf(in)))
+	if err != nil {
+		return round.State{}, nil, nil, fmt.Errorf("core: closing round %d again: %w", pre.Round, err)
+	}
+	modelRoot := next.Root()
+	contribs := make([]incentives.Contribution, 0, len(closed.Included))
+	for _, p := range closed.Included {
+		contribs = append(contribs, incentives.Contribution{Peer: p, Shards: byPeer[p]})
+	}
+	b, err := led.Build(contribs, evidence, modelRoot[:], c.cfg.Checker)
+	if err != nil {
+		return round.State{}, nil, nil, fmt.Errorf("core: building the record of round %d again: %w", pre.Round, err)
+	}
+	return next, &Commit{Record: b.Record, State: b.State, Events: b.Events}, b.Deferred, nil
+}
+
+func peersOf(list []incentives.Contribution) []string {
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = e.Peer
+	}
+	return out
+}
+
+// apply puts the rounds closed again in force: the snapshots of the rounds after each,
+// the ledger, the machine's global state and the pending evidence.
+func (c *Core) apply(redos []redo) (*Repair, error) {
+	rp := &Repair{From: redos[0].round}
+	copy(rp.OldRoot[:], c.ledger.Head)
+	for _, rd := range redos {
+		cr := c.agree.closed[rd.round]
+		for _, e := range cr.record.Evidence {
+			c.addEvidence(e) // left out now, maybe: Build drops it later if it counts already
+		}
+		cr.record, cr.basis = rd.commit.Record, rd.basis
+		if nx := c.agree.closed[rd.round+1]; nx != nil {
+			nx.pre, nx.ledger = rd.next, rd.commit.State
+		}
+		rp.Commits = append(rp.Commits, rd.commit)
+	}
+	last := redos[len(redos)-1]
+	for _, e := range last.deferred {
+		c.addEvidence(e)
+	}
+	if err := c.m.Reset(last.next); err != nil { // Step keeps the layout: cannot fail
+		return nil, fmt.Errorf("core: putting the repaired state in force: %w", err)
+	}
+	c.ledger = last.commit.State
+	copy(rp.NewRoot[:], c.ledger.Head)
+	c.agree.repairs += len(redos)
+	return rp, nil
+}
+
+// await records what a repair waits for and returns the wants of the CIDs not held, the
+// entry's peer first.
+func (c *Core) await(from uint64, missing []wantedAt) []Want {
+	w := &waiting{from: from, cids: map[string]wantedAt{}}
+	var out []Want
+	for _, m := range missing {
+		cr := c.agree.closed[m.round]
+		for _, cid := range m.cids {
+			if cr.fetched[string(cid)] != nil {
+				continue
+			}
+			w.cids[string(cid)] = m
+			out = append(out, Want{Round: m.round, Peer: m.peer, CID: bytes.Clone(cid)})
+		}
+	}
+	c.agree.wait = w
+	return out
+}
+
+// repairShard takes a shard of a closed round inside the window: only when a pending
+// repair wants its CID for that round and peer. When the entry's shards are all in, they
+// are joined (JoinShards) and held; when nothing more is wanted, the repair runs again.
+func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
+	w := c.agree.wait
+	if w == nil {
+		return Ready{}, nil
+	}
+	h := &s.Header
+	want, ok := w.cids[string(h.PayloadCID)]
+	if !ok || want.round != h.Round || want.peer != h.Peer || !bytes.Equal(verify.PayloadCID(s.Payload), h.PayloadCID) {
+		return Ready{}, nil
+	}
+	cr := c.agree.closed[h.Round]
+	if cr.fetched == nil {
+		cr.fetched = map[string]*verify.Shard{}
+	}
+	cr.fetched[string(h.PayloadCID)] = s
+	delete(w.cids, string(h.PayloadCID))
+	cr.join(want, c.cfg.Limits)
+	if len(w.cids) > 0 {
+		return Ready{}, nil
+	}
+	return c.reconcile(w.from)
+}
+
+// join holds the entry's contribution once every one of its shards was fetched.
+func (cr *closedRound) join(e wantedAt, lim compress.Limits) {
+	shards := make([]*verify.Shard, 0, len(e.cids))
+	for _, cid := range e.cids {
+		s := cr.fetched[string(cid)]
+		if s == nil {
+			return
+		}
+		shards = append(shards, s)
+	}
+	h := &heldContribution{peer: e.peer, cids: e.cids}
+	if ct, err := JoinShards(shards, lim); err == nil && slices.EqualFunc(shardCIDs(shards), e.cids, bytes.Equal) {
+		h.msg = ct.Msg
+	}
+	cr.hold(h)
+	for _, cid := range e.cids {
+		delete(cr.fetched, string(cid))
+	}
+}
+
+// settle decides the round just closed with the records already seen for it: when they
+// give another list than the one it closed with, and no earlier repair is pending, the
+// round is closed again at once and the commit in rd replaced.
+func (c *Core) settle(r uint64, rd *Ready) error {
+	if c.agree.wait != nil {
+		return nil
+	}
+	redos, missing, err := c.replay(r)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		rd.Fetch = append(rd.Fetch, c.await(r, missing)...)
+		return nil
+	}
+	if len(redos) == 0 {
+		return nil
+	}
+	rp, err := c.apply(redos)
+	if err != nil {
+		return err
+	}
+	c.agree.repairs-- // the round is closed once, with its canonical list
+	rd.Commit = rp.Commits[0]
+	sum, rec, st := rd.Summary, rd.Commit.Record, c.m.State()
+	sum.Included = peersOf(rec.Contributions)
+	sum.Evidence = len(rec.Evidence)
+	sum.ModelRoot, sum.Params = st.Root(), st.Params
+	copy(sum.StateRoot[:], rec.NewRoot)
+	sum.LedgerRoot = rd.Commit.State.Root()
+	return nil
+}
