@@ -66,20 +66,21 @@ func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
 }
 
 // TestContentOfTheRepairWindowKept: with a repair depth deeper than keepRounds, the
-// shards of every round open to repair stay served as rounds close; older ones go.
+// shards of every round open to repair, and as many rounds before them for peers that
+// far behind, stay served as rounds close; older ones go.
 func TestContentOfTheRepairWindowKept(t *testing.T) {
-	ft := newFullTest(t, 16, func(c *fullConfig) { c.RepairDepth = 8 })
+	ft := newFullTest(t, 16, nil)
 	b := ft.fx.Bundle("alice", "")
 	var cids [][]byte
-	for r := range uint64(4) {
+	for r := range uint64(8) {
 		s := ft.fx.Shard("alice", b, r, 0, []byte{byte(r)})
 		ft.f.content.put(s, marshalShard(t, s))
 		cids = append(cids, s.Header.PayloadCID)
 	}
-	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2}) // rounds 2 to 9 open to repair
+	ft.f.setView(core.View{NextClose: 16, NextLocal: 17, Window: 2, RepairFrom: 10}) // a repair depth of 6
 	for r, cid := range cids {
-		if held := ft.f.content.byPayload(cid) != nil; held != (r >= 2) {
-			t.Errorf("round %d: held %v with rounds 2 to 9 open to repair", r, held)
+		if held := ft.f.content.byPayload(cid) != nil; held != (r >= 4) {
+			t.Errorf("round %d: held %v with rounds 10 to 15 open to repair", r, held)
 		}
 	}
 }

@@ -14,6 +14,7 @@ type shardIn struct {
 	shard  *verify.Shard
 	bundle []byte
 	at     time.Time
+	repair bool // fetched by CID for a repair of a closed round
 }
 
 // evidenceIn is evidence that decoded and that its validator re-checked.

@@ -145,10 +145,6 @@ func (b *bus) publish(from *loop, kind string, data []byte) error {
 
 func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fakeClock, b *bus) *loopHarness {
 	t.Helper()
-	id, err := peer.IDFromPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &loopHarness{clk: clk, sent: map[string]int{}}
 	p, err := NewParams(s)
 	if err != nil {
@@ -190,7 +186,7 @@ func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := newTraining(p, s, cfg, id.String(), led, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	tp, err := newTraining(p, s, cfg, key, led, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

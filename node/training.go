@@ -25,8 +25,13 @@ import (
 var ErrNoModelState = errors.New("the ledger is past round 0 and no model state is saved: a node cannot resume a run yet; start from a fresh home (lowband init --force)")
 
 // newCore builds the node's round decisions from the network's params, resuming at st with
-// the ledger state led.
-func newCore(p *Params, s *configs.Spec, self string, st round.State, led *incentives.State) (*core.Core, error) {
+// the ledger state led; key is the node's identity, which signs its records.
+func newCore(p *Params, s *configs.Spec, key crypto.PrivKey, st round.State, led *incentives.State) (*core.Core, error) {
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	self := id.String()
 	if led.Round != st.Round {
 		if st.Round == 0 {
 			return nil, fmt.Errorf("ledger at round %d: %w", led.Round, ErrNoModelState)
@@ -36,6 +41,7 @@ func newCore(p *Params, s *configs.Spec, self string, st round.State, led *incen
 	return core.New(core.Config{
 		Self: self, Network: s.NetworkID(), Run: s.Run,
 		Round: p.RoundConfig(self, 1), Deadline: p.Deadline, Checker: p.Checker, Limits: p.Limits,
+		Identity: key, Depth: uint64(s.Agreement.RepairDepth),
 	}, st, led)
 }
 
@@ -48,17 +54,22 @@ type trainingParts struct {
 }
 
 // newTraining builds the node's training: data, trainer, evaluator, core, progress and the
-// loop, from the network's params and the ledger state led. deps are the loop's edges; g the gauges
-// progress reads (inbox depth is the loop's own).
-func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, led *incentives.State, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
+// loop, from the network's params, the node's identity key and the ledger state led. deps
+// are the loop's edges; g the gauges progress reads (inbox depth is the loop's own).
+func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, key crypto.PrivKey, led *incentives.State, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
 	st, err := p.Initial()
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCore(p, s, self, st, led)
+	c, err := newCore(p, s, key, st, led)
 	if err != nil {
 		return nil, err
 	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	self := id.String()
 	d, err := loadData(p, cfg.Training.Data, self)
 	if err != nil {
 		return nil, err
@@ -82,6 +93,9 @@ func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, l
 	}
 	l = newLoop(c, clk, deps, log, prog, tr, ev)
 	l.startWait = p.Deadline.Max
+	if l.agreeMet, err = newAgreementMetrics(reg, l.Agreement); err != nil {
+		return nil, err
+	}
 	return &trainingParts{params: p, initial: st, loop: l, prog: prog}, nil
 }
 
@@ -111,7 +125,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	w := wireOf(s)
 	n.checks = newFullChecks(fullConfig{
 		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
-		RepairDepth: uint64(s.Agreement.RepairDepth), Ledger: n.ledger.state.Load,
+		Ledger:  n.ledger.state.Load,
 		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
 		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
 		Publish: publish, Metrics: met, Log: n.log,
@@ -121,7 +135,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		return fmt.Errorf("attestation producer: %w", err)
 	}
 	deps := loopDeps{
-		commit: n.ledger.commit, publish: publish, attest: att.attest,
+		commit: n.ledger.commit, repair: n.ledger.repair, publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
 		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
 	}
@@ -130,7 +144,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		verifyCPU: func() time.Duration { return time.Duration(n.checks.verifySeconds() * float64(time.Second)) },
 		stash:     func() int { e, _ := n.checks.stash.Len(); return e },
 	}
-	n.train, err = newTraining(p, s, n.opts.Config, id.String(), n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
+	n.train, err = newTraining(p, s, n.opts.Config, key, n.ledger.state.Load(), realClock{}, deps, g, n.log, reg)
 	return err
 }
 
@@ -153,9 +167,11 @@ func (n *Node) serveFetch() {
 }
 
 // fetchWants asks the peers of the shards topic for the shard slots a round about to close
-// lacks, the slot's own peer first, off the loop's goroutine.
+// lacks, and for the shards a repair wants by CID, the slot's or entry's own peer first,
+// off the loop's goroutine.
 func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 	peers := n.host.TopicPeers(p2p.KindShards)
+	slotsFull := false
 	for _, w := range wants {
 		order := slices.Clone(peers)
 		if id, err := peer.Decode(w.Peer); err == nil {
@@ -163,9 +179,12 @@ func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 				order[0], order[i] = order[i], order[0]
 			}
 		}
-		k := slot{round: w.Round, peer: w.Peer, index: w.Index}
-		if !n.checks.wantShard(order, k) {
-			return // MaxAsync fetches in flight: the rest waits for the next round
+		switch {
+		case w.CID != nil:
+			n.checks.wantCID(repairWant{round: w.Round, cid: w.CID, peers: order})
+		case !slotsFull:
+			// With MaxAsync fetches in flight the other slots wait for the next round.
+			slotsFull = !n.checks.wantShard(order, slot{round: w.Round, peer: w.Peer, index: w.Index})
 		}
 	}
 }

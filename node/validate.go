@@ -205,10 +205,6 @@ type fullConfig struct {
 	Checker *incentives.Checker
 	// EvidenceWindow is the ledger's evidence window in rounds (Params.Ledger).
 	EvidenceWindow uint64
-	// RepairDepth is how many closed rounds stay open to repair (the spec's
-	// agreement.repair_depth; 0: the default): the records and shards of those rounds are
-	// taken and kept.
-	RepairDepth uint64
 	// Ledger returns the ledger in force; records of signers without stake in it are
 	// ignored (nil: none are).
 	Ledger  func() *incentives.State
@@ -242,6 +238,8 @@ type fullChecks struct {
 	stash    *Stash
 	content  *contentStore
 	records  *recordBook
+	repairs  jobQueue // shards repairs want
+	gaps     jobQueue // records missing from a signer's rounds
 	spent    *cpuMeter
 	evidence *incentives.CheckCache
 	view     atomic.Pointer[core.View]
@@ -283,9 +281,6 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	if cfg.MaxAsync <= 0 {
 		cfg.MaxAsync = 8
 	}
-	if cfg.RepairDepth == 0 {
-		cfg.RepairDepth = configs.DefaultRepairDepth
-	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, records: newRecordBook(0), spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
 		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
@@ -309,18 +304,26 @@ func (f *fullChecks) checks() map[string]fullCheck {
 }
 
 // setView publishes the loop's view and drops what it makes useless: stashed shards of
-// closed rounds, records of rounds no longer open to repair, content of rounds older than
-// those and than keepRounds before the first open round (a peer repairing a round may
-// fetch them).
+// closed rounds; records and content of rounds older than keptFrom (peers repairing a
+// round may fetch them).
 func (f *fullChecks) setView(v core.View) {
 	f.view.Store(&v)
 	f.stash.Expire(v.NextClose)
-	from := repairFrom(v, f.cfg.RepairDepth)
+	from := keptFrom(v)
 	f.records.prune(from)
+	f.content.prune(from)
+}
+
+// keptFrom is the oldest round whose shards and records a node keeps to serve: twice its
+// repair depth behind its first open round, so that a peer as far behind as that depth
+// can still repair its own window from them, and at least keepRounds.
+func keptFrom(v core.View) uint64 {
+	depth := v.NextClose - min(v.RepairFrom, v.NextClose)
+	from := v.RepairFrom - min(v.RepairFrom, depth)
 	if v.NextClose > keepRounds {
 		from = min(from, v.NextClose-keepRounds)
 	}
-	f.content.prune(from)
+	return from
 }
 
 // verifySeconds is the time spent verifying bundles, signatures, content and evidence.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -26,23 +27,16 @@ func (w wire) record(data []byte) (any, p2p.Result, string) {
 	return scoped(recordIn{sr: sr, rec: rec})(w.scope(sr.Network, sr.Run))
 }
 
-// repairFrom is the oldest round the view keeps open to repair, by depth rounds.
-func repairFrom(v core.View, depth uint64) uint64 {
-	if v.NextClose < depth {
-		return 0
-	}
-	return v.NextClose - depth
-}
-
-// recordWindow decides a record's round against the view: older than the repair window
-// is late, past the shards' window future (Ignore both: the window is this node's view).
-// A round not closed yet is in: the core keeps its records until it closes it.
-func (f *fullChecks) recordWindow(round uint64) (p2p.Result, string) {
-	v := *f.view.Load()
+// recordWindow decides a record's round against the view, as the core does
+// (core.ErrRecordWindow): older than the repair window is late, past the round after the
+// next to close future (Ignore both: the window is this node's view, and a record
+// ignored now is fetched later when it is missed). A round not closed yet is in: the
+// core keeps its records until it closes it.
+func recordWindow(v core.View, round uint64) (p2p.Result, string) {
 	switch {
-	case round < repairFrom(v, f.cfg.RepairDepth):
+	case round < v.RepairFrom:
 		return p2p.Ignore, reasonLate
-	case round > v.NextLocal && round-v.NextLocal > v.Window:
+	case round > v.NextClose+1:
 		return p2p.Ignore, reasonFuture
 	}
 	return p2p.Accept, reasonOK
@@ -57,7 +51,7 @@ func (f *fullChecks) recordWindow(round uint64) (p2p.Result, string) {
 // forwarder for them (fillGaps).
 func (f *fullChecks) recordCheck(_ context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
 	in := obj.(recordIn)
-	if r, reason := f.recordWindow(in.rec.Round); r != p2p.Accept {
+	if r, reason := recordWindow(*f.view.Load(), in.rec.Round); r != p2p.Accept {
 		return r, reason
 	}
 	if led := f.ledger(); led != nil && led.Stake(in.sr.Signer) == 0 {
@@ -119,13 +113,10 @@ func (f *fullChecks) fillGaps(fwd peer.ID, key recordKey) {
 	if f.cfg.Fetch == nil {
 		return
 	}
-	for r := repairFrom(*f.view.Load(), f.cfg.RepairDepth); r < key.round; r++ {
+	for r := f.view.Load().RepairFrom; r < key.round; r++ {
 		k := recordKey{round: r, signer: key.signer}
-		if !f.records.ask(k, fwd) {
-			continue
-		}
-		if !f.goAsync(func(ctx context.Context) { f.fetchRecord(ctx, fwd, k) }) {
-			return
+		if f.records.ask(k, fwd) {
+			f.enqueue(&f.gaps, fmt.Sprint(k.round, k.signer, fwd), k.round, func(ctx context.Context) { f.fetchRecord(ctx, fwd, k) })
 		}
 	}
 }

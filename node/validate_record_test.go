@@ -11,6 +11,7 @@ import (
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/p2p"
 )
@@ -28,18 +29,18 @@ func recordLedger(t testing.TB) *incentives.State {
 	return st
 }
 
-// newRecordTest is a fullTest whose ledger is recordLedger and whose repair window is 3
-// rounds: with the view NextClose 10, NextLocal 11, Window 2, records of rounds 7 to 13
-// are in the window.
+// newRecordTest is a fullTest whose ledger is recordLedger and whose view is NextClose
+// 10, NextLocal 11, Window 2, RepairFrom 7: records of rounds 7 to 11 are in the window.
 func newRecordTest(t testing.TB, inbox int, edit func(*fullConfig)) *fullTest {
 	led := recordLedger(t)
-	return newFullTest(t, inbox, func(c *fullConfig) {
+	ft := newFullTest(t, inbox, func(c *fullConfig) {
 		c.Ledger = func() *incentives.State { return led }
-		c.RepairDepth = 3
 		if edit != nil {
 			edit(c)
 		}
 	})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7})
+	return ft
 }
 
 // signedRecordBytes is signer's signed record of round r for the fixture's network and
@@ -83,7 +84,7 @@ func TestRecordsCheckedAndCounted(t *testing.T) {
 		{"another run", signRecordAs(t, "alice", fx.Network, "run-b", 9, 0).Marshal(), p2p.Reject, reasonRun},
 		{"a bad signature", forged.Marshal(), p2p.Reject, reasonSignature},
 		{"older than the repair window", signedRecordBytes(t, fx, "alice", 6, 0), p2p.Ignore, reasonLate},
-		{"far in the future", signedRecordBytes(t, fx, "alice", 14, 0), p2p.Ignore, reasonFuture},
+		{"far in the future", signedRecordBytes(t, fx, "alice", 12, 0), p2p.Ignore, reasonFuture},
 		{"a signer without stake", signedRecordBytes(t, fx, "mallory", 9, 0), p2p.Ignore, reasonUnstaked},
 	} {
 		ft.expect(c.what, p2p.KindRecords, c.data, c.want, c.reason)
@@ -98,8 +99,8 @@ func TestRecordsCheckedAndCounted(t *testing.T) {
 	ft.inboxEmpty("the same record again")
 	ft.expect("a second record of the signer for the round", p2p.KindRecords, signedRecordBytes(t, fx, "alice", 9, 1), p2p.Ignore, reasonSecondRecord)
 	ft.inboxEmpty("a second record")
-	ft.expect("a record of a round not closed yet", p2p.KindRecords, signedRecordBytes(t, fx, "bob", 12, 0), p2p.Accept, reasonOK)
-	if in := (<-ft.inbox).(recordIn); in.rec.Round != 12 {
+	ft.expect("a record of a round not closed yet", p2p.KindRecords, signedRecordBytes(t, fx, "bob", 11, 0), p2p.Accept, reasonOK)
+	if in := (<-ft.inbox).(recordIn); in.rec.Round != 11 {
 		t.Fatalf("inbox got round %d", in.rec.Round)
 	}
 }

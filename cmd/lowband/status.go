@@ -100,6 +100,9 @@ func agreementLine(a *node.AgreementStatus) string {
 	default:
 		parts = append(parts, fmt.Sprintf("canonical %d %s, differs", a.CanonicalRound, short(a.Canonical)))
 	}
+	if a.Stale {
+		parts = append(parts, "stale: a repair left the window (needs a checkpoint)")
+	}
 	parts = append(parts, fmt.Sprintf("%d rounds repaired", a.Repairs))
 	if a.Waiting > 0 {
 		parts = append(parts, fmt.Sprintf("waiting for %d shards", a.Waiting))
