@@ -43,6 +43,13 @@ func startSwarm(t *testing.T, ctx context.Context, n int) []*Node {
 // startSwarmAt is startSwarm, also returning the spec and the bootstrap node.
 func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.Spec, *Node) {
 	t.Helper()
+	return startSwarmWith(t, ctx, n, nil, nil)
+}
+
+// startSwarmWith is startSwarmAt with the swarm's spec edited by spec and each training
+// node's options by opts (i from 0), when not nil.
+func startSwarmWith(t *testing.T, ctx context.Context, n int, spec func(*configs.Spec), opts func(i int, o *Options)) ([]*Node, *configs.Spec, *Node) {
+	t.Helper()
 	homes := make([]configs.Home, n)
 	cfgs := make([]*configs.Config, n)
 	ids := make([]string, n)
@@ -59,13 +66,23 @@ func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.S
 		ids[i] = id.String()
 	}
 	s := swarmSpec(t, ids)
+	if spec != nil {
+		spec(s)
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bh, bc, _ := newHome(t)
 	boot := runNode(t, ctx, Options{Home: bh, Config: bc, Spec: s, Role: configs.RoleBootstrap})
 	maddr := fmt.Sprintf("%s/p2p/%s", boot.host.Addrs()[0], boot.ID())
 	nodes := make([]*Node, n)
 	for i := range nodes {
 		cfgs[i].P2P.Bootstrap = []string{maddr}
-		nodes[i] = runNode(t, ctx, Options{Home: homes[i], Config: cfgs[i], Spec: s})
+		o := Options{Home: homes[i], Config: cfgs[i], Spec: s}
+		if opts != nil {
+			opts(i, &o)
+		}
+		nodes[i] = runNode(t, ctx, o)
 	}
 	return nodes, s, boot
 }
@@ -73,7 +90,9 @@ func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.S
 // runNode starts a node and runs it until the test ends.
 func runNode(t *testing.T, ctx context.Context, o Options) *Node {
 	t.Helper()
-	o.Logger = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	n, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
