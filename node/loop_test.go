@@ -100,6 +100,10 @@ type loopHarness struct {
 	mu      sync.Mutex
 	commits []*core.Commit
 	sent    map[string]int
+	// persisted lists the repairs ("repair <from>") and commits ("commit <round>") in the
+	// order the loop persisted them; repairErr is what persisting a repair returns.
+	persisted []string
+	repairErr error
 }
 
 // bus stands in for gossip and the validators between loops in one test: every shard
@@ -159,8 +163,15 @@ func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fake
 		commit: func(c *core.Commit) error {
 			h.mu.Lock()
 			h.commits = append(h.commits, c)
+			h.persisted = append(h.persisted, fmt.Sprint("commit ", c.Record.Round))
 			h.mu.Unlock()
 			return nil
+		},
+		repair: func(rp *core.Repair) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.persisted = append(h.persisted, fmt.Sprint("repair ", rp.From))
+			return h.repairErr
 		},
 		publish: func(_ context.Context, kind string, data []byte) error {
 			h.mu.Lock()
