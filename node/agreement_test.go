@@ -21,7 +21,9 @@ func TestRepairPersistedBeforeTheCommit(t *testing.T) {
 	self, _ := peer.IDFromPrivateKey(key)
 	s := syntheticSpec(t, map[string]uint64{self.String(): 100})
 	h := newLoopHarness(t, s, key, newFakeClock(), nil)
-	rec := func(r uint64) *core.Commit { return &core.Commit{Record: &incentives.Record{Round: r}, State: &incentives.State{}} }
+	rec := func(r uint64) *core.Commit {
+		return &core.Commit{Record: &incentives.Record{Round: r}, State: &incentives.State{}}
+	}
 	rd := core.Ready{Repair: &core.Repair{From: 3, Commits: []*core.Commit{rec(3), rec(4)}}, Commit: rec(5)}
 	if err := h.l.apply(context.Background(), rd); err != nil {
 		t.Fatal(err)
