@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
@@ -78,7 +79,7 @@ func newAdvFixture(t *testing.T, kind string, s *configs.Spec) *advFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.shards = honestShards(t, p, s, id.String(), f.signer)
+	f.shards = honestShards(t, p, s, key, f.signer)
 	return f
 }
 
@@ -88,7 +89,7 @@ func (f *advFixture) publish(_ context.Context, kind string, data []byte) error 
 }
 
 // honestShards is round 0's contribution of a node, as its core signs it.
-func honestShards(t *testing.T, p *Params, s *configs.Spec, self string, sg core.Signer) [][]byte {
+func honestShards(t *testing.T, p *Params, s *configs.Spec, key crypto.PrivKey, sg core.Signer) [][]byte {
 	t.Helper()
 	st, err := p.Initial()
 	if err != nil {
@@ -98,7 +99,7 @@ func honestShards(t *testing.T, p *Params, s *configs.Spec, self string, sg core
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := newCore(p, s, self, st, led)
+	c, err := newCore(p, s, key, st, led)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,7 @@ func TestAdversaryFreeRideContributionEncodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	led, _ := p.GenesisState()
-	c, err := newCore(p, s, id.String(), st, led)
+	c, err := newCore(p, s, key, st, led)
 	if err != nil {
 		t.Fatal(err)
 	}

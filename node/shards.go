@@ -49,3 +49,16 @@ func (n *Node) commitRound(c *core.Commit) error {
 	n.saveLocal(c.Record.Round + 1)
 	return nil
 }
+
+// repairRounds persists the rounds a repair closed again, each with the shards of the
+// contributions its new record includes (those the content store holds; a round without
+// all of them is stored without them, with a warning, as commitRound does).
+func (n *Node) repairRounds(rp *core.Repair) error {
+	return n.ledger.repair(rp, func(c *core.Commit) []store.Shard {
+		shards, missing := committedShards(c.Record, n.checks.content)
+		if missing > 0 {
+			n.log.Warn("repairing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
+		}
+		return shards
+	})
+}
