@@ -59,5 +59,18 @@
 // peers with a public address, as kad-dht's public filters do. Config.Announce
 // addresses are announced as given.
 //
+// # NAT
+//
+// Config.AutoNAT runs AutoNAT v2 (peers dial each address back, and the host answers
+// their requests); Config.NATService answers AutoNAT v1's probes, from which hosts
+// learn whether they are reachable; Config.HolePunching upgrades relayed connections
+// to direct ones (DCUtR). With Config.RelayClient a host that AutoNAT finds
+// unreachable reserves a slot on its bootstrap peers (circuit relay v2) and announces
+// /p2p-circuit addresses through them, so others reach it through a relay; with
+// Config.RelayService (RelayLimits) a reachable host relays for others. A circuit with
+// a per-circuit limit is a limited connection, over which go-libp2p opens no gossip
+// or DHT stream: DefaultRelayLimits sets none and bounds reservations and circuits
+// per peer instead.
+//
 // All methods of Host are safe for concurrent use.
 package p2p
