@@ -47,7 +47,9 @@
 // again: a caller that cannot decide yet must keep the message itself.
 //
 // Flood publishing is on, and peer scoring carries an application score (Config.AppScore, SetAppScore): a score of
-// -1000 or less stops gossip with a peer, -4000 or less graylists it. The
+// -1000 or less stops gossip with a peer, -4000 or less graylists it. Bootstrap peers
+// (Config.Bootstrap) get 10 on top, and peer exchange is taken only from peers scoring
+// at least 10: from bootstrap peers in good standing, not from a fresh peer. The
 // IP-colocation penalty is on only when Config.ColocationPenalty is set.
 //
 // # Addresses
