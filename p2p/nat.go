@@ -67,8 +67,10 @@ func natOptions(cfg *Config) []libp2p.Option {
 	}
 	if cfg.RelayClient && len(cfg.Bootstrap) > 0 {
 		// Reserve as soon as one bootstrap peer answers, not after go-libp2p's wait
-		// for a candidate per relay.
-		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(cfg.Bootstrap, autorelay.WithMinCandidates(1)))
+		// for a candidate per relay, and on two of them (go-libp2p's usual number),
+		// not on every bootstrap peer.
+		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(cfg.Bootstrap,
+			autorelay.WithMinCandidates(1), autorelay.WithNumRelays(min(2, len(cfg.Bootstrap)))))
 	}
 	if cfg.RelayService != nil {
 		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(cfg.RelayService.resources())))
