@@ -51,6 +51,8 @@ type P2PConfig struct {
 	// PublicOnly announces and keeps in the DHT only addresses others can dial over the
 	// internet. On for the public and bootstrap profiles; off on a LAN or loopback.
 	PublicOnly bool `toml:"public_only" comment:"announce and keep in the DHT only public addresses: no loopback, private or link-local ones (announce addresses are kept as given); off for a LAN"`
+
+	NATConfig // getting through NAT, and relaying for others (config_nat.go)
 }
 
 // APIConfig is the local HTTP API.
@@ -72,7 +74,7 @@ func Default(profile string) (*Config, error) {
 		SpecFile: "network.toml",
 		API:      APIConfig{Listen: "127.0.0.1:0"},
 		Log:      LogConfig{Format: "text", Level: "info"},
-		P2P:      P2PConfig{ConnLow: 64, ConnHigh: 192, DHTMode: "auto", ColocationPenalty: true},
+		P2P:      P2PConfig{ConnLow: 64, ConnHigh: 192, DHTMode: "auto", ColocationPenalty: true, NATConfig: defaultNATConfig()},
 		Attest:   defaultAttestConfig(),
 		Training: defaultTrainingConfig(),
 	}
@@ -84,12 +86,14 @@ func Default(profile string) (*Config, error) {
 	case ProfilePublic:
 		c.P2P.Listen = []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}
 		c.P2P.PublicOnly = true
+		c.P2P.AutoNAT, c.P2P.NATService, c.P2P.HolePunching, c.P2P.RelayClient = true, true, true, true
 	case ProfileBootstrap:
 		c.Role = RoleBootstrap
 		c.P2P.Listen = []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"}
 		c.P2P.DHTMode = "server"
 		c.P2P.PublicOnly = true // its addresses go into network specs; on a LAN set it false
 		c.P2P.ConnLow, c.P2P.ConnHigh = 256, 1024
+		c.P2P.AutoNAT, c.P2P.NATService, c.P2P.RelayService = true, true, true
 	default:
 		return nil, fmt.Errorf("unknown profile %q (want one of %v)", profile, Profiles)
 	}
@@ -153,5 +157,5 @@ func (p *P2PConfig) validate() error {
 	if p.ConnLow <= 0 || p.ConnHigh < p.ConnLow {
 		return &KeyError{Key: "conn_high", Err: fmt.Errorf("want 0 < conn_low (%d) <= conn_high (%d)", p.ConnLow, p.ConnHigh)}
 	}
-	return nil
+	return p.NATConfig.validate()
 }

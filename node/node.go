@@ -184,11 +184,25 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		ColocationPenalty: c.P2P.ColocationPenalty,
 		Topics:            p2p.Kinds,
 		PeerExchange:      n.role == configs.RoleBootstrap,
+		AutoNAT:           c.P2P.AutoNAT,
+		NATService:        c.P2P.NATService,
+		HolePunching:      c.P2P.HolePunching,
+		RelayClient:       c.P2P.RelayClient,
+		RelayService:      relayLimits(c.P2P.NATConfig),
 		AppScore:          appScore,
 		Gater:             n.opts.gater,
 		Logger:            n.log,
 		Registerer:        reg,
 	}, nil
+}
+
+// relayLimits are the relay service's limits from config, nil with the service off.
+func relayLimits(c configs.NATConfig) *p2p.RelayLimits {
+	if !c.RelayService {
+		return nil
+	}
+	return &p2p.RelayLimits{Reservations: c.RelayReservations, Circuits: c.RelayCircuits,
+		Duration: time.Duration(c.RelayCircuitSeconds) * time.Second, Data: c.RelayCircuitBytes}
 }
 
 // Run serves, and on a node trains, until ctx is cancelled or training fails, then closes

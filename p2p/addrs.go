@@ -10,12 +10,16 @@ import (
 )
 
 // addrsFactory picks what the host announces (Addrs, identify, its signed peer record):
-// the announce addresses when there are some, else with PublicOnly the public ones of
-// what libp2p found (listen, interface, observed), else nil for libp2p's own choice.
+// the announce addresses when there are some (with the /p2p-circuit addresses of its
+// relay reservations), else with PublicOnly the public ones of what libp2p found
+// (listen, interface, observed, relayed through a public relay), else nil for
+// libp2p's own choice.
 func addrsFactory(announce []ma.Multiaddr, publicOnly bool) config.AddrsFactory {
 	switch {
 	case len(announce) > 0:
-		return func([]ma.Multiaddr) []ma.Multiaddr { return slices.Clone(announce) }
+		return func(found []ma.Multiaddr) []ma.Multiaddr {
+			return append(slices.Clone(announce), ma.FilterAddrs(found, isRelayed)...)
+		}
 	case publicOnly:
 		return func(addrs []ma.Multiaddr) []ma.Multiaddr { return publicAddrs(addrs, nil) }
 	}
@@ -29,6 +33,12 @@ func publicAddrs(addrs, keep []ma.Multiaddr) []ma.Multiaddr {
 	return ma.FilterAddrs(addrs, func(a ma.Multiaddr) bool {
 		return manet.IsPublicAddr(a) || slices.ContainsFunc(keep, a.Equal)
 	})
+}
+
+// isRelayed tells whether a is an address through a relay (/p2p-circuit).
+func isRelayed(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
 }
 
 // dhtAddrOptions are the DHT's filters for a public-only host, those of kad-dht's

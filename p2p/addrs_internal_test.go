@@ -83,3 +83,18 @@ func newTestHost(t *testing.T, publicOnly bool) *Host {
 	t.Cleanup(func() { _ = h.Close() })
 	return h
 }
+
+// TestAnnounceKeepsRelayAddrs: a host with announce addresses still announces the
+// /p2p-circuit addresses its relay reservations give it, or peers could not reach it
+// through the relay.
+func TestAnnounceKeepsRelayAddrs(t *testing.T) {
+	announce := []ma.Multiaddr{ma.StringCast("/ip4/1.2.3.4/tcp/4001")}
+	circuit := ma.StringCast("/ip4/5.6.7.8/tcp/4001/p2p/12D3KooWGRUVh6zGsDLTPHDA5ib1hLwrkdZLkb7H2zxEk2oHVqbU/p2p-circuit")
+	found := []ma.Multiaddr{ma.StringCast("/ip4/192.168.1.10/tcp/4001"), circuit}
+	for _, publicOnly := range []bool{true, false} {
+		got := addrsFactory(announce, publicOnly)(found)
+		if !slices.ContainsFunc(got, circuit.Equal) || !slices.ContainsFunc(got, announce[0].Equal) || len(got) != 2 {
+			t.Errorf("PublicOnly %v: announced %v, want %v and %v", publicOnly, got, announce[0], circuit)
+		}
+	}
+}

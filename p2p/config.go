@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -45,6 +46,18 @@ type Config struct {
 	// PeerExchange turns on gossipsub peer exchange and relays every joined topic:
 	// what a bootstrap node does.
 	PeerExchange bool
+
+	// Getting through NAT (nat.go). AutoNAT v2 asks peers to dial each of the host's
+	// addresses back (and answers theirs); NATService answers AutoNAT v1's probes, which
+	// decide the host's reachability (DHT auto mode, the relay client and service go by
+	// it); HolePunching upgrades a relayed connection to a direct one (DCUtR);
+	// RelayClient reserves a slot on the Bootstrap peers while the host is unreachable
+	// and announces /p2p-circuit addresses through them; RelayService (nil = off) relays
+	// for others within its limits, once the host is found reachable.
+	AutoNAT, NATService, HolePunching, RelayClient bool
+	RelayService                                   *RelayLimits
+
+	extra []libp2p.Option // tests: further libp2p options (forced reachability, a gater)
 
 	Topics []string // kinds to join (see Kinds)
 	// Validators holds the validator of each kind in Topics; a kind without one is
@@ -104,6 +117,11 @@ func (c *Config) validate() error {
 	}
 	if c.ConnLow <= 0 || c.ConnHigh < c.ConnLow {
 		return fmt.Errorf("p2p config: want 0 < conn low (%d) <= conn high (%d)", c.ConnLow, c.ConnHigh)
+	}
+	if c.RelayService != nil {
+		if err := c.RelayService.validate(); err != nil {
+			return err
+		}
 	}
 	if c.StreamTimeout <= 0 {
 		c.StreamTimeout = 30 * time.Second

@@ -49,7 +49,9 @@
 // again: a caller that cannot decide yet must keep the message itself.
 //
 // Flood publishing is on, and peer scoring carries an application score (Config.AppScore, SetAppScore): a score of
-// -1000 or less stops gossip with a peer, -4000 or less graylists it. The
+// -1000 or less stops gossip with a peer, -4000 or less graylists it. Bootstrap peers
+// (Config.Bootstrap) get 10 on top, and peer exchange is taken only from peers scoring
+// at least 10: from bootstrap peers in good standing, not from a fresh peer. The
 // IP-colocation penalty is on only when Config.ColocationPenalty is set.
 //
 // # Addresses
@@ -60,6 +62,19 @@
 // addresses from what it learns of others and takes into its routing table only
 // peers with a public address, as kad-dht's public filters do. Config.Announce
 // addresses are announced as given.
+//
+// # NAT
+//
+// Config.AutoNAT runs AutoNAT v2 (peers dial each address back, and the host answers
+// their requests); Config.NATService answers AutoNAT v1's probes, from which hosts
+// learn whether they are reachable; Config.HolePunching upgrades relayed connections
+// to direct ones (DCUtR). With Config.RelayClient a host that AutoNAT finds
+// unreachable reserves a slot on its bootstrap peers (circuit relay v2) and announces
+// /p2p-circuit addresses through them, so others reach it through a relay; with
+// Config.RelayService (RelayLimits) a reachable host relays for others. A circuit with
+// a per-circuit limit is a limited connection, over which go-libp2p opens no gossip
+// or DHT stream: DefaultRelayLimits sets none and bounds reservations and circuits
+// per peer instead.
 //
 // All methods of Host are safe for concurrent use.
 package p2p

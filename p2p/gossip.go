@@ -243,10 +243,14 @@ func (h *Host) SetAppScore(f func(peer.ID) float64) {
 }
 
 func (h *Host) appScoreOf(p peer.ID) float64 {
+	var s float64
 	if f := h.appScore.Load(); f != nil {
-		return (*f)(p)
+		s = (*f)(p)
 	}
-	return 0
+	if slices.ContainsFunc(h.cfg.Bootstrap, func(b peer.AddrInfo) bool { return b.ID == p }) {
+		s += bootstrapScore
+	}
+	return s
 }
 
 // TopicPeers lists the peers known to be subscribed to the topic of the given

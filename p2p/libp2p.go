@@ -15,7 +15,6 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/lowband/lowband/version"
 )
@@ -57,11 +56,7 @@ func newLibp2p(cfg *Config, bw lpmetrics.Reporter) (host.Host, error) {
 	if f := addrsFactory(announce, cfg.PublicOnly); f != nil {
 		opts = append(opts, libp2p.AddrsFactory(f))
 	}
-	if cfg.DHTMode == DHTServer && !allLoopback(listen) {
-		// Public DHT servers answer the reachability probes that let auto-mode peers
-		// find out whether they can serve the DHT themselves.
-		opts = append(opts, libp2p.EnableNATService())
-	}
+	opts = append(opts, natOptions(cfg)...)
 	if cfg.Registerer != nil {
 		opts = append(opts, libp2p.PrometheusRegisterer(cfg.Registerer))
 	} else {
@@ -118,13 +113,4 @@ func parseAddrs(ss []string) ([]ma.Multiaddr, error) {
 		out = append(out, a)
 	}
 	return out, nil
-}
-
-func allLoopback(addrs []ma.Multiaddr) bool {
-	for _, a := range addrs {
-		if !manet.IsIPLoopback(a) {
-			return false
-		}
-	}
-	return true
 }

@@ -16,9 +16,15 @@ var scoreThresholds = pubsub.PeerScoreThresholds{
 	GossipThreshold:             -500,
 	PublishThreshold:            -1000,
 	GraylistThreshold:           -4000,
-	AcceptPXThreshold:           0, // accept peer exchange from any peer in good standing
+	AcceptPXThreshold:           bootstrapScore, // peer exchange from bootstrap peers in good standing only
 	OpportunisticGraftThreshold: 0,
 }
+
+// bootstrapScore is the application score the host's bootstrap peers (Config.Bootstrap)
+// get on top of Config.AppScore: enough to reach AcceptPXThreshold, so gossipsub takes
+// the peers their PRUNEs name, while a fresh peer (0) or a penalised bootstrap peer
+// (any negative application score) stays below it and its peer exchange is ignored.
+const bootstrapScore = 10
 
 // Invalid deliveries (gossipsub's P4): a message a validator Rejects costs the peer that
 // delivered it. The penalty is the weight times the square of the decaying count, so a

@@ -105,9 +105,12 @@ func Reachability(c *configs.Config, run *Running) Result {
 		return skip(check, "not checked: the node reports no AutoNAT state")
 	case v == 1:
 		return ok(check, "public: AutoNAT found that peers can dial this node")
+	case v == 2 && c.P2P.RelayClient:
+		return warn(check, "private: AutoNAT found that peers cannot dial this node (NAT or firewall); peers reach it through the relays of its bootstrap peers, or directly once hole punching succeeds",
+			"for direct connections, forward the listen port (TCP and UDP) to this machine, or set p2p.announce to an address others can dial")
 	case v == 2:
 		return warn(check, "private: AutoNAT found that peers cannot dial this node (NAT or firewall); it can dial out, nobody can dial in",
-			"forward the listen port (TCP and UDP) to this machine, or set p2p.announce to an address others can dial")
+			"forward the listen port (TCP and UDP) to this machine, set p2p.announce to an address others can dial, or set p2p.relay_client = true to be reached through the bootstrap peers' relays")
 	}
 	return warn(check, "unknown: AutoNAT has not decided yet",
 		"it needs peers that run the NAT service (bootstrap nodes on public addresses do); run doctor again in a few minutes")

@@ -68,7 +68,9 @@ func TestReachability(t *testing.T) {
 	c := &configs.Config{P2P: configs.P2PConfig{Listen: []string{"/ip4/0.0.0.0/tcp/4001"}}}
 	at := func(v string) *Running { return running(node.Status{}, "libp2p_autonat_reachability_status "+v+"\n") }
 	want(t, "public", Reachability(c, at("1")), OK, "public")
-	want(t, "private", Reachability(c, at("2")), Warn, "cannot dial this node", "p2p.announce")
+	want(t, "private", Reachability(c, at("2")), Warn, "cannot dial this node", "p2p.announce", "p2p.relay_client")
+	relayed := &configs.Config{P2P: configs.P2PConfig{Listen: c.P2P.Listen, NATConfig: configs.NATConfig{RelayClient: true}}}
+	want(t, "private, relay client", Reachability(relayed, at("2")), Warn, "cannot dial this node", "through the relays of its bootstrap peers")
 	want(t, "unknown", Reachability(c, at("0")), Warn, "not decided", "NAT service")
 	want(t, "no autonat metric", Reachability(c, running(node.Status{}, metricsText[:200])), Skip, "no AutoNAT")
 	want(t, "not running", Reachability(c, nil), Skip, "no node is running")
