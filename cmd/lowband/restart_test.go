@@ -85,9 +85,14 @@ func nextRound(home string) uint64 {
 	return st.Training.NextRound
 }
 
-var closedLine = regexp.MustCompile(`msg="round closed" round=(\d+) .*state_root=([0-9a-f]{64})`)
+var (
+	closedLine   = regexp.MustCompile(`msg="round closed" round=(\d+) .*state_root=([0-9a-f]{64})`)
+	repairedLine = regexp.MustCompile(`msg="rounds repaired" from=(\d+)`)
+)
 
-// loggedRoots reads the state root of every round a node's log says it closed.
+// loggedRoots reads the state root of every round a node's log says it closed and did not
+// close again in a repair (a repair replaces the rounds from its first on: their stored
+// roots are the repaired ones).
 func loggedRoots(t *testing.T, home string) map[uint64]string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(home, "node.log"))
@@ -98,6 +103,14 @@ func loggedRoots(t *testing.T, home string) map[uint64]string {
 	for _, m := range closedLine.FindAllStringSubmatch(string(data), -1) {
 		r, _ := strconv.ParseUint(m[1], 10, 64)
 		out[r] = m[2]
+	}
+	for _, m := range repairedLine.FindAllStringSubmatch(string(data), -1) {
+		from, _ := strconv.ParseUint(m[1], 10, 64)
+		for r := range out {
+			if r >= from {
+				delete(out, r)
+			}
+		}
 	}
 	return out
 }
@@ -161,10 +174,20 @@ func TestKillNineMidRoundResumes(t *testing.T) {
 		}
 		os.Rename(filepath.Join(homes[victim], "node.log"), filepath.Join(homes[victim], "node.log."+strconv.Itoa(kill)))
 		cmds[victim] = startNode(t, homes[victim])
-		want := regexp.MustCompile(`msg="resumed at round ` + strconv.FormatUint(head, 10) + ` from checkpoint 0, replayed ` + strconv.FormatUint(head, 10) + ` rounds`)
+		// It replays from its latest checkpoint (or genesis) to the store's head.
+		want := regexp.MustCompile(`msg="resumed at round ` + strconv.FormatUint(head, 10) + ` from checkpoint (\d+), replayed (\d+) rounds`)
 		waitFor(t, 30*time.Second, "the resumed line", func() bool {
 			data, _ := os.ReadFile(filepath.Join(homes[victim], "node.log"))
-			return want.Match(data)
+			m := want.FindSubmatch(data)
+			if m == nil {
+				return false
+			}
+			c, _ := strconv.ParseUint(string(m[1]), 10, 64)
+			n, _ := strconv.ParseUint(string(m[2]), 10, 64)
+			if c+n != head {
+				t.Fatalf("kill %d: resumed from checkpoint %d replaying %d rounds, want them to reach the head %d", kill+1, c, n, head)
+			}
+			return true
 		})
 		t.Logf("kill %d: head %d, %d rounds logged, resumed", kill+1, head, len(logged))
 	}
