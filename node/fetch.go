@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/verify"
 )
@@ -20,6 +21,9 @@ const (
 	fetchBundle    byte = 1 // key: a bundle's 32-byte hash
 	fetchShardCID  byte = 2 // key: a shard's binary payload CID
 	fetchShardSlot byte = 3 // key: round (8 bytes, big endian), index (4 bytes), peer ID (text)
+	fetchManifest  byte = 4 // key: a checkpoint manifest's 32-byte ID
+	fetchChunk     byte = 5 // key: a checkpoint chunk's 32-byte SHA-256
+	fetchManifestR byte = 6 // key: a 32-byte state root: the manifest of its checkpoint
 )
 
 // Request bounds: a slot request is the longest.
@@ -37,7 +41,7 @@ var errNotHeld = errors.New("the peer does not hold it")
 // fetchRequest is one decoded request: kind and the key of that kind.
 type fetchRequest struct {
 	kind byte
-	hash [32]byte // fetchBundle
+	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR
 	cid  []byte   // fetchShardCID
 	slot slot     // fetchShardSlot
 }
@@ -49,7 +53,7 @@ func cidRequest(cid []byte) fetchRequest    { return fetchRequest{kind: fetchSha
 func (r fetchRequest) marshal() []byte {
 	out := []byte{r.kind}
 	switch r.kind {
-	case fetchBundle:
+	case fetchBundle, fetchManifest, fetchChunk, fetchManifestR:
 		out = append(out, r.hash[:]...)
 	case fetchShardCID:
 		out = append(out, r.cid...)
@@ -69,9 +73,9 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 	}
 	r, key := fetchRequest{kind: b[0]}, b[1:]
 	switch r.kind {
-	case fetchBundle:
+	case fetchBundle, fetchManifest, fetchChunk, fetchManifestR:
 		if len(key) != len(r.hash) {
-			return r, fmt.Errorf("%w: bundle hash of %d bytes", ErrBadFetchRequest, len(key))
+			return r, fmt.Errorf("%w: key of kind %d of %d bytes", ErrBadFetchRequest, r.kind, len(key))
 		}
 		copy(r.hash[:], key)
 	case fetchShardCID:
@@ -93,10 +97,20 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 	return r, nil
 }
 
-// fetchServer answers fetch requests from the bundle registry and the content store.
+// fetchServer answers fetch requests from the bundle registry, the content store and the
+// kept checkpoints (nil: none).
 type fetchServer struct {
 	reg     *registry
 	content *contentStore
+	ckpts   checkpointSource
+}
+
+// checkpointSource is what serves checkpoints (*store.Store). Safe for concurrent use; an
+// object it does not hold is nil.
+type checkpointSource interface {
+	ManifestByID(id [32]byte) []byte
+	ManifestByRoot(root [32]byte) []byte
+	Chunk(hash [32]byte) []byte
 }
 
 // newFetchServer returns the server; serve it with
@@ -117,9 +131,24 @@ func (s *fetchServer) handle(_ context.Context, _ peer.ID, req []byte) ([]byte, 
 		return s.reg.bundle(r.hash), nil
 	case fetchShardCID:
 		return s.content.byPayload(r.cid), nil
+	case fetchManifest, fetchChunk, fetchManifestR:
+		return s.checkpoint(r), nil
 	default:
 		return s.content.shard(r.slot), nil
 	}
+}
+
+// checkpoint answers a request for a manifest or a chunk.
+func (s *fetchServer) checkpoint(r fetchRequest) []byte {
+	switch {
+	case s.ckpts == nil:
+		return nil
+	case r.kind == fetchManifest:
+		return s.ckpts.ManifestByID(r.hash)
+	case r.kind == fetchManifestR:
+		return s.ckpts.ManifestByRoot(r.hash)
+	}
+	return s.ckpts.Chunk(r.hash)
 }
 
 // requester sends one request on a stream protocol (p2p.Host).
@@ -151,8 +180,13 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	maxResp := c.maxShard
-	if r.kind == fetchBundle {
+	switch r.kind {
+	case fetchBundle:
 		maxResp = verify.MaxBundleSize
+	case fetchManifest, fetchManifestR:
+		maxResp = checkpoint.MaxManifestSize
+	case fetchChunk:
+		maxResp = checkpoint.MaxChunkSize
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)
 	if err != nil {

@@ -22,6 +22,9 @@ func TestFetchRequests(t *testing.T) {
 		bundleRequest([32]byte{1, 2, 3}),
 		cidRequest(verify.PayloadCID([]byte("payload"))),
 		slotRequest(slot{round: 1 << 40, peer: alice, index: 7}),
+		{kind: fetchManifest, hash: [32]byte{4}},
+		{kind: fetchChunk, hash: [32]byte{5}},
+		{kind: fetchManifestR, hash: [32]byte{6}},
 	} {
 		got, err := parseFetchRequest(r.marshal())
 		if err != nil || string(got.marshal()) != string(r.marshal()) {
@@ -35,6 +38,9 @@ func TestFetchRequests(t *testing.T) {
 		"short hash":        append([]byte{fetchBundle}, make([]byte, 31)...),
 		"long hash":         append([]byte{fetchBundle}, make([]byte, 33)...),
 		"empty CID":         {fetchShardCID},
+		"short manifest ID": append([]byte{fetchManifest}, make([]byte, 31)...),
+		"long chunk hash":   append([]byte{fetchChunk}, make([]byte, 33)...),
+		"root without key":  {fetchManifestR},
 		"slot without peer": slotRequest(slot{round: 1}).marshal(),
 		"slot of a bad ID":  slotRequest(slot{peer: "not a peer"}).marshal(),
 		"over the cap":      long,
@@ -51,6 +57,9 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(bundleRequest([32]byte{1}).marshal())
 	f.Add(cidRequest(verify.PayloadCID(nil)).marshal())
 	f.Add(slotRequest(slot{round: 3, peer: incentivestest.PeerID("alice"), index: 2}).marshal())
+	f.Add(fetchRequest{kind: fetchManifest, hash: [32]byte{4}}.marshal())
+	f.Add(fetchRequest{kind: fetchChunk, hash: [32]byte{5}}.marshal())
+	f.Add(fetchRequest{kind: fetchManifestR, hash: [32]byte{6}}.marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)

@@ -65,6 +65,7 @@ type loop struct {
 	done      chan localDone
 	evals     chan evalResult
 	view      atomic.Pointer[core.View]
+	ckpt      *checkpointer // makes the checkpoints off the loop (nil: none)
 	startWait time.Duration // longest wait for the genesis peers before round 0
 	epoch     uint64        // epoch of the signer in use
 	bundle    []byte        // its bundle, republished for late joiners
@@ -115,6 +116,10 @@ func (l *loop) run(ctx context.Context, initial round.State) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); l.train.run(ctx, l.done) }()
 	go func() { defer wg.Done(); l.eval.run(ctx, l.evals) }()
+	if l.ckpt != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.ckpt.run(ctx) }()
+	}
 	l.eval.submit(evalJob{initial: true, params: initial.Params})
 	t := l.clk.NewTicker(tickInterval)
 	defer t.Stop()
@@ -207,6 +212,7 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 		if err := l.deps.commit(rd.Commit); err != nil {
 			return err
 		}
+		l.checkpoint(rd.Commit)
 	}
 	for _, m := range rd.Publish {
 		if err := l.deps.publish(ctx, m.Kind, m.Data); err != nil && ctx.Err() == nil {

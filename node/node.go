@@ -36,16 +36,23 @@ type Options struct {
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
 type Node struct {
-	opts    Options
-	role    string
-	log     *slog.Logger
-	host    *p2p.Host
-	api     *apiServer
-	ledger  *ledger        // nil on a bootstrap node
-	train   *trainingParts // nil on a bootstrap node
-	checks  *fullChecks    // nil on a bootstrap node
-	started time.Time
-	rng     *rand.Rand // samples the peers cache; used only by Run's goroutine
+	opts   Options
+	role   string
+	log    *slog.Logger
+	host   *p2p.Host
+	api    *apiServer
+	ledger *ledger        // nil on a bootstrap node
+	train  *trainingParts // nil on a bootstrap node
+	checks *fullChecks    // nil on a bootstrap node
+	// ckptSync fetches checkpoints from peers; announce wakes the loop that announces
+	// the kept ones (both nil on a bootstrap node).
+	ckptSync *ckptSyncer
+	announce chan struct{}
+	// penalties lower the gossip score of peers that sent provably wrong bytes outside
+	// gossip (checkpoints).
+	penalties *penalties
+	started   time.Time
+	rng       *rand.Rand // samples the peers cache; used only by Run's goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -68,7 +75,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{opts: opts, role: role, log: log, started: time.Now(), rng: newRand()}
+	n := &Node{opts: opts, role: role, log: log, started: time.Now(), rng: newRand(), penalties: newPenalties(time.Now)}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -141,7 +148,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 	}
 	var appScore func(peer.ID) float64
 	if n.ledger != nil {
-		appScore = n.ledger.appScore
+		appScore = func(id peer.ID) float64 { return n.ledger.appScore(id) + n.penalties.score(id) }
 	}
 	cached, err := loadPeerCache(n.opts.Home.PeersPath())
 	if err != nil {
@@ -181,6 +188,13 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		go func() { failed <- n.train.loop.run(ctx, n.train.initial) }()
 	}
+	provided := make(chan struct{}) // the loop announcing checkpoints has stopped
+	go func() {
+		defer close(provided)
+		if n.train != nil {
+			n.provideLoop(ctx)
+		}
+	}()
 	t := time.NewTicker(peerCacheInterval)
 	defer t.Stop()
 	lastPeers := -1
@@ -188,9 +202,12 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			n.savePeers()
+			<-provided
 			return n.Close()
 		case err := <-failed:
 			n.savePeers()
+			cancel()
+			<-provided
 			if err != nil {
 				err = fmt.Errorf("training stopped: %w", err)
 			}

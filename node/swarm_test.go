@@ -43,6 +43,12 @@ func startSwarm(t *testing.T, ctx context.Context, n int) []*Node {
 // startSwarmAt is startSwarm, also returning the spec and the bootstrap node.
 func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.Spec, *Node) {
 	t.Helper()
+	return startSwarmWith(t, ctx, n, nil)
+}
+
+// startSwarmWith is startSwarmAt on a spec that edit, if not nil, changes first.
+func startSwarmWith(t *testing.T, ctx context.Context, n int, edit func(*configs.Spec)) ([]*Node, *configs.Spec, *Node) {
+	t.Helper()
 	homes := make([]configs.Home, n)
 	cfgs := make([]*configs.Config, n)
 	ids := make([]string, n)
@@ -59,6 +65,12 @@ func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.S
 		ids[i] = id.String()
 	}
 	s := swarmSpec(t, ids)
+	if edit != nil {
+		edit(s)
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bh, bc, _ := newHome(t)
 	boot := runNode(t, ctx, Options{Home: bh, Config: bc, Spec: s, Role: configs.RoleBootstrap})
 	maddr := fmt.Sprintf("%s/p2p/%s", boot.host.Addrs()[0], boot.ID())

@@ -125,7 +125,10 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		return err
 	}
 	n.train, err = newTraining(p, s, n.opts.Config, id.String(), rp, realClock{}, deps, g, n.log, reg)
-	return err
+	if err != nil {
+		return err
+	}
+	return n.startCheckpoints(reg)
 }
 
 // genesisPresent reports whether every genesis peer but self is on the shards topic.
@@ -143,6 +146,7 @@ func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
 // serveFetch answers the fetch protocol from the bundle registry and the content store.
 func (n *Node) serveFetch() {
 	srv := newFetchServer(n.checks.reg, n.checks.content)
+	srv.ckpts = n.ledger.st
 	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
 }
 

@@ -1,6 +1,8 @@
 package checkpoint_test
 
 import (
+	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -70,5 +72,66 @@ func BenchmarkEncodeFloatsAsCBORList(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.SetBytes(int64(len(out)))
+	}
+}
+
+// BenchmarkDecodeFloatsAsCBORList is the decoding side of that alternative, against
+// which Assemble's decoding of byte strings compares.
+func BenchmarkDecodeFloatsAsCBORList(b *testing.B) {
+	c := bigCheckpoint(b)
+	em, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, err := em.Marshal([][]float64{c.Model.Params[0].Data, c.Model.Momentum})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dm, err := cbor.DecOptions{MaxArrayElements: 2_200_000}.DecMode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(enc)))
+	b.ResetTimer()
+	for b.Loop() {
+		var out [][]float64
+		if err := dm.Unmarshal(enc, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeFloatBytes decodes the same values from Encode's byte strings, as
+// Assemble does (without its hashing and root).
+func BenchmarkDecodeFloatBytes(b *testing.B) {
+	c := bigCheckpoint(b)
+	em, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := func(xs []float64) []byte {
+		out := make([]byte, 8*len(xs))
+		for i, x := range xs {
+			binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(x))
+		}
+		return out
+	}
+	enc, err := em.Marshal([][]byte{raw(c.Model.Params[0].Data), raw(c.Model.Momentum)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(enc)))
+	b.ResetTimer()
+	for b.Loop() {
+		var out [][]byte
+		if err := cbor.Unmarshal(enc, &out); err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range out {
+			vals := make([]float64, len(r)/8)
+			for i := range vals {
+				vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(r[8*i:]))
+			}
+		}
 	}
 }

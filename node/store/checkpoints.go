@@ -106,6 +106,28 @@ func dropCheckpoint(tx *bolt.Tx, r uint64) error {
 	return nil
 }
 
+// DropCheckpointsAfter drops the kept checkpoints of rounds after from, and the chunks
+// only they used, in one transaction: when the rounds from on are closed again (a
+// repair), the checkpoints that follow from them are no longer the canonical state.
+func (s *Store) DropCheckpointsAfter(from uint64) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return dropCheckpointsAfter(tx, from) })
+}
+
+// dropCheckpointsAfter is DropCheckpointsAfter inside tx (for a reorg's transaction).
+func dropCheckpointsAfter(tx *bolt.Tx, from uint64) error {
+	var rounds []uint64
+	c := tx.Bucket(bucketCheckpoints).Cursor()
+	for k, _ := c.Seek(roundKey(from + 1)); k != nil; k, _ = c.Next() {
+		rounds = append(rounds, roundOf(k))
+	}
+	for _, r := range rounds {
+		if err := dropCheckpoint(tx, r); err != nil {
+			return err
+		}
+	}
+	return pruneChunks(tx)
+}
+
 // pruneCheckpoints keeps the keep latest checkpoints and the chunks they use.
 func pruneCheckpoints(tx *bolt.Tx, keep int) error {
 	var rounds []uint64
@@ -118,6 +140,11 @@ func pruneCheckpoints(tx *bolt.Tx, keep int) error {
 			return err
 		}
 	}
+	return pruneChunks(tx)
+}
+
+// pruneChunks drops the chunks no kept checkpoint uses.
+func pruneChunks(tx *bolt.Tx) error {
 	used := map[[32]byte]bool{}
 	err := tx.Bucket(bucketCheckpoints).ForEach(func(_, v []byte) error {
 		info, err := decodeInfo(v)

@@ -145,3 +145,28 @@ func TestPutCheckpointRefusesChunksNotOfItsManifest(t *testing.T) {
 func roundState(r uint64, data []float64) round.State {
 	return round.State{Round: r, Params: []training.Tensor{{Name: "w", Shape: []int{40, 200}, Data: data}}}
 }
+
+// After a repair from round 2, the checkpoints of rounds 3 and 4 (which follow from the
+// rounds closed again) are dropped with the chunks only they used; those up to round 2 stay.
+func TestDropCheckpointsAfterARepair(t *testing.T) {
+	s, _ := openCkptStore(t)
+	var ms []*checkpoint.Manifest
+	for r := uint64(1); r <= 4; r++ {
+		ms = append(ms, putCkpt(t, s, testCheckpoint(t, r, 4096), nil, 10))
+	}
+	if err := s.DropCheckpointsAfter(2); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Checkpoints()
+	if err != nil || len(list) != 2 || list[0].Round != 1 || list[1].Round != 2 {
+		t.Fatalf("kept %d checkpoints after the drop, %v", len(list), err)
+	}
+	for _, m := range ms[2:] {
+		if s.ManifestByID(m.ID()) != nil || s.ManifestByRoot(m.Root) != nil || s.Chunk(m.Chunks[len(m.Chunks)-1]) != nil {
+			t.Fatalf("the checkpoint of round %d is still served", m.Round)
+		}
+	}
+	if _, _, err := s.LoadCheckpoint(2, ckptLimits()); err != nil {
+		t.Fatalf("round 2 after the drop: %v", err)
+	}
+}

@@ -28,7 +28,8 @@
 //	checkpoint-chunks  SHA-256 -> chunk, shared by the checkpoints that hold it
 //
 // PutCheckpoint writes a checkpoint and drops all but the last N (and the chunks only they
-// used) in one transaction.
+// used) in one transaction; DropCheckpointsAfter drops those that follow rounds closed
+// again (dropCheckpointsAfter inside a reorg's transaction).
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.

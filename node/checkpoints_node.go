@@ -1,0 +1,128 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/training"
+)
+
+// How the node announces its kept checkpoints in the DHT.
+const (
+	reprovideEvery = 6 * time.Hour    // well inside the DHT's 48-hour provider validity
+	provideRetry   = 5 * time.Second  // after a failed announcement (an empty table at start)
+	provideTimeout = 30 * time.Second // one announcement
+	findTimeout    = 10 * time.Second // one provider lookup
+)
+
+// checkpointLimits are what this network allows a checkpoint to be: its names and θ_0's
+// tensors (like).
+func checkpointLimits(s *configs.Spec, like []training.Tensor) checkpoint.Limits {
+	return checkpoint.Limits{Network: s.NetworkID(), Run: s.Run, Like: like}
+}
+
+// startCheckpoints sets up the node's checkpoints before its host starts: the
+// checkpointer the loop hands its state to, the sync client, the metrics, and the last
+// checkpoint kept from an earlier run for /status.
+func (n *Node) startCheckpoints(reg prometheus.Registerer) error {
+	met, err := newCkptMetrics(reg)
+	if err != nil {
+		return err
+	}
+	s, st := n.opts.Spec, n.ledger.st
+	k := newCheckpointer(uint64(s.Agreement.CheckpointEvery), s.Agreement.CheckpointsKept, s.NetworkID(), s.Run, n.log)
+	k.put, k.met = st.PutCheckpoint, met
+	n.announce = make(chan struct{}, 1)
+	k.stored = func(*checkpoint.Manifest) { n.announceCheckpoints() }
+	if info, err := st.LatestCheckpoint(); err == nil {
+		k.last.Store(&CheckpointStatus{Round: info.Round, Root: hexRoot(info.Root), ID: hexRoot(info.ID), Bytes: info.Size})
+	} else if !errors.Is(err, store.ErrNoCheckpoint) {
+		return fmt.Errorf("reading the kept checkpoints: %w", err)
+	}
+	n.train.loop.ckpt = k
+	w := wireOf(s)
+	n.ckptSync = &ckptSyncer{
+		fetch: newFetchClient(lateHost{n}, s.NetworkID(), w),
+		find: func(ctx context.Context, key [32]byte) ([]peer.ID, error) {
+			ctx, cancel := context.WithTimeout(ctx, findTimeout)
+			defer cancel()
+			return n.host.FindProviders(ctx, key, syncMaxProviders)
+		},
+		lim: checkpointLimits(s, n.train.initial.Params), parallel: syncParallel, timeout: syncTimeout, met: met, log: n.log,
+		penalise: n.penalties.offence,
+	}
+	return nil
+}
+
+// LastCheckpoint is the last checkpoint this node made or kept from an earlier run (nil:
+// none). Safe for concurrent use.
+func (n *Node) LastCheckpoint() *CheckpointStatus {
+	if n.train == nil || n.train.loop.ckpt == nil {
+		return nil
+	}
+	return n.train.loop.ckpt.lastMade()
+}
+
+// syncCheckpoint fetches the checkpoint of want from the peers that announce it and
+// verifies it against want.Root (for late joiners and nodes too far behind to repair).
+func (n *Node) syncCheckpoint(ctx context.Context, want ckptWant) (*checkpoint.Checkpoint, error) {
+	return n.ckptSync.sync(ctx, want)
+}
+
+// announceCheckpoints asks the provide loop to announce the kept checkpoints now.
+func (n *Node) announceCheckpoints() {
+	select {
+	case n.announce <- struct{}{}:
+	default:
+	}
+}
+
+// provideLoop announces the kept checkpoints in the DHT, by manifest ID and by root: at
+// start, after each new checkpoint and every reprovideEvery; after a failure, again soon.
+func (n *Node) provideLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.announce:
+		case <-t.C:
+		}
+		wait := reprovideEvery
+		if err := n.provideKept(ctx); err != nil {
+			n.log.Debug("announcing checkpoints", "err", err)
+			wait = provideRetry
+		}
+		t.Reset(wait)
+	}
+}
+
+// provideKept announces every kept checkpoint.
+func (n *Node) provideKept(ctx context.Context) error {
+	list, err := n.ledger.st.Checkpoints()
+	if err != nil {
+		return err
+	}
+	for _, info := range list {
+		for _, key := range [][32]byte{info.ID, rootKey(info.Root)} {
+			pctx, cancel := context.WithTimeout(ctx, provideTimeout)
+			err := n.host.Provide(pctx, key)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("checkpoint of round %d: %w", info.Round, err)
+			}
+		}
+	}
+	return nil
+}
+
+var _ checkpointSource = (*store.Store)(nil)
