@@ -36,7 +36,8 @@ func committedShards(rec *incentives.Record, content *contentStore) (out []store
 }
 
 // commitRound persists a closed round with the shards of the contributions it includes,
-// so that a restart can replay it, and at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
+// so that a restart can replay it, then the node's signed record of it (for an audit),
+// and at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
 // committed without them, with a warning: a restart cannot replay past it.
 func (n *Node) commitRound(c *core.Commit) error {
 	shards, missing := committedShards(c.Record, n.checks.content)
@@ -45,6 +46,11 @@ func (n *Node) commitRound(c *core.Commit) error {
 	}
 	if err := n.ledger.commit(c, shards...); err != nil {
 		return err
+	}
+	if c.Signed != nil {
+		if err := n.ledger.st.PutSigned(c.Record.Round, c.Signed); err != nil {
+			n.log.Warn("keeping the signed record: an audit cannot check this round's signature", "round", c.Record.Round, "err", err)
+		}
 	}
 	n.saveLocal(c.Record.Round + 1)
 	return nil

@@ -80,7 +80,7 @@ func Open(path string, timeout time.Duration) (s *Store, err error) {
 // load creates the buckets and reads the stored state, if any.
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketShards, bucketLocal}, checkpointBuckets...) {
+		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketShards, bucketLocal, bucketSigned}, checkpointBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
