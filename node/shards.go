@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/libp2p/go-libp2p/core/crypto"
+
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
@@ -39,7 +41,7 @@ func committedShards(rec *incentives.Record, content *contentStore) (out []store
 // so that a restart can replay it, then the node's signed record of it (for an audit),
 // and at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
 // committed without them, with a warning: a restart cannot replay past it.
-func (n *Node) commitRound(c *core.Commit) error {
+func (n *Node) commitRound(c *core.Commit, key crypto.PrivKey) error {
 	shards, missing := committedShards(c.Record, n.checks.content)
 	if missing > 0 {
 		n.log.Warn("committing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
@@ -47,11 +49,24 @@ func (n *Node) commitRound(c *core.Commit) error {
 	if err := n.ledger.commit(c, shards...); err != nil {
 		return err
 	}
-	if c.Signed != nil {
-		if err := n.ledger.st.PutSigned(c.Record.Round, c.Signed); err != nil {
-			n.log.Warn("keeping the signed record: an audit cannot check this round's signature", "round", c.Record.Round, "err", err)
-		}
+	if err := n.keepSigned(c, key); err != nil {
+		n.log.Warn("keeping the signed record: an audit cannot check this round's signature", "round", c.Record.Round, "err", err)
 	}
 	n.saveLocal(c.Record.Round + 1)
 	return nil
+}
+
+// keepSigned stores the node's signed record of a committed round: the one the core
+// published (Commit.Signed), else the record signed here with the node's identity key
+// (a core without Config.Identity publishes it bare).
+func (n *Node) keepSigned(c *core.Commit, key crypto.PrivKey) error {
+	signed := c.Signed
+	if signed == nil {
+		sr, err := incentives.SignRecord(key, n.opts.Spec.NetworkID(), n.opts.Spec.Run, c.Record)
+		if err != nil {
+			return err
+		}
+		signed = sr.Marshal()
+	}
+	return n.ledger.st.PutSigned(c.Record.Round, signed)
 }
