@@ -38,35 +38,35 @@ func committedShards(rec *incentives.Record, content *contentStore) (out []store
 }
 
 // commitRound persists a closed round with the shards of the contributions it includes,
-// so that a restart can replay it, then the node's signed record of it (for an audit),
-// and at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
+// and the node's signed record of it (for an audit), so that a restart can replay it, and
+// at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
 // committed without them, with a warning: a restart cannot replay past it.
 func (n *Node) commitRound(c *core.Commit, key crypto.PrivKey) error {
 	shards, missing := committedShards(c.Record, n.checks.content)
 	if missing > 0 {
 		n.log.Warn("committing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
 	}
-	if err := n.ledger.commit(c, shards...); err != nil {
-		return err
+	signed, err := n.signedOf(c, key)
+	if err != nil {
+		n.log.Warn("signing the record to keep: an audit cannot check this round's signature", "round", c.Record.Round, "err", err)
 	}
-	if err := n.keepSigned(c, key); err != nil {
-		n.log.Warn("keeping the signed record: an audit cannot check this round's signature", "round", c.Record.Round, "err", err)
+	if err := n.ledger.commit(c, signed, shards...); err != nil {
+		return err
 	}
 	n.saveLocal(c.Record.Round + 1)
 	return nil
 }
 
-// keepSigned stores the node's signed record of a committed round: the one the core
-// published (Commit.Signed), else the record signed here with the node's identity key
-// (a core without Config.Identity publishes it bare).
-func (n *Node) keepSigned(c *core.Commit, key crypto.PrivKey) error {
-	signed := c.Signed
-	if signed == nil {
-		sr, err := incentives.SignRecord(key, n.opts.Spec.NetworkID(), n.opts.Spec.Run, c.Record)
-		if err != nil {
-			return err
-		}
-		signed = sr.Marshal()
+// signedOf is the node's signed record of a committed round, kept with the commit: the
+// one the core published (Commit.Signed), else the record signed here with the node's
+// identity key (a core without Config.Identity publishes it bare).
+func (n *Node) signedOf(c *core.Commit, key crypto.PrivKey) ([]byte, error) {
+	if c.Signed != nil {
+		return c.Signed, nil
 	}
-	return n.ledger.st.PutSigned(c.Record.Round, signed)
+	sr, err := incentives.SignRecord(key, n.opts.Spec.NetworkID(), n.opts.Spec.Run, c.Record)
+	if err != nil {
+		return nil, err
+	}
+	return sr.Marshal(), nil
 }

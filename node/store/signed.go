@@ -12,26 +12,30 @@ import (
 // bucketSigned keeps the node's own records as it signed them: round -> SignedRecord bytes.
 var bucketSigned = []byte("signed-records")
 
-// PutSigned keeps data, the node's own signed record of round r as it published it, next
-// to the stored record of r, for an offline audit. data must decode as a signed record
-// (incentives.DecodeSignedRecord) whose record is exactly the stored record of r;
-// ErrConflict otherwise, and nothing is written. The signature is not checked here: the
-// audit checks it.
-func (s *Store) PutSigned(r uint64, data []byte) error {
-	_, rec, err := incentives.DecodeSignedRecord(data)
+// CommitSigned is Commit keeping, in the same transaction, signed: the node's own signed
+// record of rec as it published it, for an offline audit. signed must decode as a signed
+// record (incentives.DecodeSignedRecord) whose record is exactly rec; ErrConflict
+// otherwise, and nothing is written. The signature is not checked here: the audit checks it.
+func (s *Store) CommitSigned(signed []byte, rec *incentives.Record, next *incentives.State, events []incentives.Event, shards ...Shard) error {
+	_, inner, err := incentives.DecodeSignedRecord(signed)
 	if err != nil {
-		return fmt.Errorf("%w: signed record of round %d: %v", ErrConflict, r, err)
+		return fmt.Errorf("%w: signed record of round %d: %v", ErrConflict, rec.Round, err)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		stored := tx.Bucket(bucketRecords).Get(roundKey(r))
-		if rec.Round != r || !bytes.Equal(stored, rec.Marshal()) {
-			return fmt.Errorf("%w: the signed record of round %d is not the stored record", ErrConflict, r)
-		}
-		return tx.Bucket(bucketSigned).Put(roundKey(r), data)
-	})
+	if !bytes.Equal(inner.Marshal(), rec.Marshal()) {
+		return fmt.Errorf("%w: the signed record of round %d is not the record committed", ErrConflict, rec.Round)
+	}
+	return s.commit(signed, rec, next, events, shards...)
 }
 
-// Signed is the node's own signed record of round r as PutSigned kept it; nil when none is
+// putSigned keeps the signed record of round r (none when signed is nil).
+func putSigned(tx *bolt.Tx, r uint64, signed []byte) error {
+	if signed == nil {
+		return nil
+	}
+	return tx.Bucket(bucketSigned).Put(roundKey(r), signed)
+}
+
+// Signed is the node's own signed record of round r as CommitSigned kept it; nil when none is
 // kept (a round committed without an identity, or closed again by a repair). The bytes
 // are the caller's.
 func (s *Store) Signed(r uint64) ([]byte, error) {

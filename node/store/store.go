@@ -150,6 +150,11 @@ func (s *Store) State() (*incentives.State, error) {
 // rec.NewRoot); otherwise ErrConflict and nothing is written. It returns after the
 // transaction is on disk.
 func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []incentives.Event, shards ...Shard) error {
+	return s.commit(nil, rec, next, events, shards...)
+}
+
+// commit is Commit, keeping signed (see CommitSigned) in the same transaction when set.
+func (s *Store) commit(signed []byte, rec *incentives.Record, next *incentives.State, events []incentives.Event, shards ...Shard) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == nil {
@@ -178,6 +183,9 @@ func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []
 			return err
 		}
 		if err := putShards(tx, rec.Round, shards); err != nil {
+			return err
+		}
+		if err := putSigned(tx, rec.Round, signed); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyState, next.Marshal())
