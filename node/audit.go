@@ -38,13 +38,16 @@ type AuditRound struct {
 // AuditReport is what an audit found: the lineage from its start up to the first round
 // that does not check out (Failed), if any.
 type AuditReport struct {
-	Network string       `json:"network"`
-	Run     string       `json:"run"`
-	Start   string       `json:"start"` // "genesis" or "checkpoint <round>"
-	Rounds  []AuditRound `json:"rounds"`
-	Head    uint64       `json:"head"` // the first round the audited ledger has no record of
-	OK      bool         `json:"ok"`
-	Failed  *AuditError  `json:"failed,omitempty"`
+	Network string `json:"network"`
+	Run     string `json:"run"`
+	Start   string `json:"start"` // "genesis" or "checkpoint <round>"
+	// StartRoot is the state root the audit starts from: genesis's, or the earliest
+	// checkpoint's, which nothing before it vouches for (compare it with a trusted one).
+	StartRoot string       `json:"start_root"`
+	Rounds    []AuditRound `json:"rounds"`
+	Head      uint64       `json:"head"` // the first round the audited ledger has no record of
+	OK        bool         `json:"ok"`
+	Failed    *AuditError  `json:"failed,omitempty"`
 }
 
 // AuditError names the first round that does not check out and why.
@@ -85,6 +88,19 @@ func AuditHome(h configs.Home, s *configs.Spec) (*AuditReport, error) {
 	}
 	defer st.Close()
 	return Audit(homeSource{st}, s)
+}
+
+var _ auditSource = (*store.Dir)(nil)
+
+// AuditDir audits an exported run (store.ExportRecords, store.ExportCheckpoints): the
+// records in records, the checkpoints in ckpts ("" for none), with the network spec s.
+// Exported runs carry no shards: each round's ledger transition and the chain are checked.
+func AuditDir(records, ckpts string, s *configs.Spec) (*AuditReport, error) {
+	d, err := store.OpenDir(records, ckpts)
+	if err != nil {
+		return nil, err
+	}
+	return Audit(d, s)
 }
 
 // auditor walks a lineage: the model state (nil when not known: an earlier round's shards
@@ -156,7 +172,9 @@ func newAuditor(src auditSource, s *configs.Spec) (*auditor, *AuditReport, error
 	}
 	if first, err := src.Record(0); err != nil || first != nil || len(infos) == 0 {
 		a.model = &init
-		a.led, err = p.GenesisState()
+		if a.led, err = p.GenesisState(); err == nil {
+			rep.StartRoot = hex.EncodeToString(a.led.Head)
+		}
 		return a, rep, err
 	}
 	c, _, err := src.LoadCheckpoint(infos[0].Round, a.lim)
@@ -166,6 +184,8 @@ func newAuditor(src auditSource, s *configs.Spec) (*auditor, *AuditReport, error
 	}
 	a.model, a.led = &c.Model, c.Ledger
 	rep.Start = fmt.Sprintf("checkpoint %d", c.Round)
+	root := c.Root()
+	rep.StartRoot = hex.EncodeToString(root[:])
 	return a, rep, nil
 }
 
