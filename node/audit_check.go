@@ -67,10 +67,10 @@ func (a *auditor) closeModel(rec *incentives.Record) (checked, note string, err 
 func (a *auditor) checkpoint(r uint64, root string) error {
 	c, _, err := a.src.LoadCheckpoint(r, a.lim)
 	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint of round %d: %w", r, err)
 	}
 	if got := c.Root(); hex.EncodeToString(got[:]) != root {
-		return fmt.Errorf("checkpoint: its root %x is not the NewRoot %s of record %d", got[:8], root[:16], r-1)
+		return fmt.Errorf("checkpoint of round %d: its root %x is not the NewRoot %s of record %d", r, got[:8], root[:16], r-1)
 	}
 	if a.model == nil {
 		a.model = &c.Model
