@@ -29,20 +29,27 @@ func lastShardRound(t *testing.T, h configs.Home, head uint64) uint64 {
 	return 0
 }
 
-// flipFirst flips a byte in the middle of the first value of a bucket.
-func flipFirst(t *testing.T, path, bucket string) {
+// flipChunk flips a byte in the middle of the first chunk of the checkpoint of round r.
+func flipChunk(t *testing.T, path string, r uint64) {
 	t.Helper()
+	s, err := store.Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.CheckpointAt(r)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bolt.Tx) error {
-		k, v := tx.Bucket([]byte(bucket)).Cursor().First()
-		if k == nil {
-			t.Fatalf("%s is empty", bucket)
-		}
-		return tx.Bucket([]byte(bucket)).Put(append([]byte(nil), k...), flipMiddle(nil, append([]byte(nil), v...)))
+		b := tx.Bucket([]byte("checkpoint-chunks"))
+		k := info.Chunks[0][:]
+		return b.Put(k, flipMiddle(nil, append([]byte(nil), b.Get(k)...)))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +110,7 @@ func TestAuditHomeOfASwarmNodePassesAndNamesTheTamperedRound(t *testing.T) {
 	} {
 		home := copyHome(t, h)
 		if c.bucket == "checkpoint-chunks" {
-			flipFirst(t, home.StorePath(), c.bucket)
+			flipChunk(t, home.StorePath(), c.round)
 		} else {
 			tamper(t, home.StorePath(), c.bucket, c.round, flipMiddle)
 		}
