@@ -7,13 +7,19 @@ import (
 	"github.com/lowband/lowband/node/store"
 )
 
-// commit persists a closed round: its record, the new ledger state, the events and the
-// shards of the contributions it includes in one bbolt transaction; then it swaps the
-// ledger state the API and the gossipsub application score read, so jailed and slashed
-// peers are shed from then on. Called by the round loop
+// commit persists a closed round: its record, the new ledger state, the events, the
+// shards of the contributions it includes and the node's signed record (nil: none) in one
+// bbolt transaction; then it swaps the ledger state the API and the gossipsub application
+// score read, so jailed and slashed peers are shed from then on. Called by the round loop
 // only, before anything of the round is published.
-func (l *ledger) commit(c *core.Commit, shards ...store.Shard) error {
-	if err := l.st.Commit(c.Record, c.State, c.Events, shards...); err != nil {
+func (l *ledger) commit(c *core.Commit, signed []byte, shards ...store.Shard) error {
+	var err error
+	if signed != nil {
+		err = l.st.CommitSigned(signed, c.Record, c.State, c.Events, shards...)
+	} else {
+		err = l.st.Commit(c.Record, c.State, c.Events, shards...)
+	}
+	if err != nil {
 		return fmt.Errorf("committing round %d: %w", c.Record.Round, err)
 	}
 	l.state.Store(c.State)
@@ -24,16 +30,16 @@ func (l *ledger) commit(c *core.Commit, shards ...store.Shard) error {
 // rp.From on by rp.Commits in one transaction (Store.Reorg), then the ledger state the
 // API and the gossipsub application score read is swapped. Called by the round loop only,
 // before the commit of the same Ready, if any.
-// shardsOf gives the shards to store with each round (nil: none).
-func (l *ledger) repair(rp *core.Repair, shardsOf func(*core.Commit) []store.Shard) error {
+// keep gives the signed record and the shards to store with each round (nil: none).
+func (l *ledger) repair(rp *core.Repair, keep func(*core.Commit) ([]byte, []store.Shard)) error {
 	if len(rp.Commits) == 0 {
 		return fmt.Errorf("repairing from round %d: no rounds", rp.From)
 	}
 	rounds := make([]store.Round, len(rp.Commits))
 	for i, c := range rp.Commits {
 		rounds[i] = store.Round{Record: c.Record, State: c.State, Events: c.Events}
-		if shardsOf != nil {
-			rounds[i].Shards = shardsOf(c)
+		if keep != nil {
+			rounds[i].Signed, rounds[i].Shards = keep(c)
 		}
 	}
 	if err := l.st.Reorg(rp.From, rounds...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/node/core"
@@ -24,6 +25,15 @@ type ReplayError struct {
 func (e *ReplayError) Error() string { return fmt.Sprintf("replaying round %d: %v", e.Round, e.Err) }
 func (e *ReplayError) Unwrap() error { return e.Err }
 
+// roundSource is where a replay reads stored rounds: a home's store, or what an audit
+// reads. Record gives nil, nil for a round it does not hold.
+type roundSource interface {
+	Record(round uint64) (*incentives.Record, error)
+	Shards(round uint64) ([]store.Shard, error)
+}
+
+var _ roundSource = (*store.Store)(nil)
+
 // replayer closes stored rounds again: the network's params, the round configuration, and
 // what the stored shards must name.
 type replayer struct {
@@ -33,13 +43,19 @@ type replayer struct {
 	maxPayload   int
 }
 
+// newReplayer replays the rounds of the network of s; self names the node whose round
+// configuration it uses (any, for an audit: closing a round does not depend on it).
+func newReplayer(p *Params, s *configs.Spec, self string) *replayer {
+	return &replayer{p: p, cfg: p.RoundConfig(self, 1), network: s.NetworkID(), run: s.Run, maxPayload: s.Training.Compression.MaxShardBytes}
+}
+
 // replayFrom closes the stored rounds from st (the global state of a checkpoint or
 // genesis) and led (the ledger of the same round) up to round to, exclusive: for each, its
 // record and shards from s, the contributions joined (core.JoinShards) and weighed by the
 // ledger in force (core.WeightsOf), the round closed (round.Step) and the record applied.
 // The model root must be the record's and applying the record must give its NewRoot, at
 // every round (a *ReplayError otherwise).
-func (rp *replayer) replayFrom(s *store.Store, st round.State, led *incentives.State, to uint64) (round.State, *incentives.State, error) {
+func (rp *replayer) replayFrom(s roundSource, st round.State, led *incentives.State, to uint64) (round.State, *incentives.State, error) {
 	for r := st.Round; r < to; r++ {
 		rec, err := s.Record(r)
 		if err == nil && rec == nil {
@@ -56,7 +72,7 @@ func (rp *replayer) replayFrom(s *store.Store, st round.State, led *incentives.S
 }
 
 // replayOne closes the round of rec again from st and led.
-func (rp *replayer) replayOne(s *store.Store, st round.State, led *incentives.State, rec *incentives.Record) (round.State, *incentives.State, error) {
+func (rp *replayer) replayOne(s roundSource, st round.State, led *incentives.State, rec *incentives.Record) (round.State, *incentives.State, error) {
 	contribs, err := rp.contributions(s, rec)
 	if err != nil {
 		return st, led, err
@@ -83,7 +99,7 @@ func (rp *replayer) replayOne(s *store.Store, st round.State, led *incentives.St
 // lists: every shard decoded (verify.UnmarshalShard, with the network's payload cap), of
 // the round, network, run, peer and index it is stored under, its payload CID one the
 // record lists for that peer, every listed CID there.
-func (rp *replayer) contributions(s *store.Store, rec *incentives.Record) ([]round.Contribution, error) {
+func (rp *replayer) contributions(s roundSource, rec *incentives.Record) ([]round.Contribution, error) {
 	stored, err := s.Shards(rec.Round)
 	if err != nil {
 		return nil, err

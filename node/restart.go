@@ -51,7 +51,7 @@ func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger
 		return rp, l.st.PutLocal(0, empty)
 	}
 	began := time.Now()
-	rep := &replayer{p: p, cfg: p.RoundConfig(self, 1), network: s.NetworkID(), run: s.Run, maxPayload: s.Training.Compression.MaxShardBytes}
+	rep := newReplayer(p, s, self)
 	init, err := p.Initial()
 	if err != nil {
 		return resumePoint{}, err

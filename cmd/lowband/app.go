@@ -39,6 +39,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			peersCommand(),
 			statusCommand(),
 			ledgerCommand(),
+			auditCommand(),
 			testnetCommand(),
 			bootstrapCommand(),
 			attestCommand(),

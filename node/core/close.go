@@ -112,6 +112,9 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	c.ledger = closed.State
 	c.setPending(closed.Deferred)
 	rd.Commit = &Commit{Record: closed.Record, State: closed.State, Events: closed.Events}
+	if c.cfg.Identity != nil {
+		rd.Commit.Signed = msg.Data
+	}
 	rd.Publish = append(rd.Publish, msg)
 	c.summarise(now, r, mr, closed, rejected, modelRoot, &rd)
 	c.nextClose = r + 1

@@ -110,6 +110,10 @@ type Commit struct {
 	Record *incentives.Record
 	State  *incentives.State
 	Events []incentives.Event
+	// Signed is the record as this node signed and published it (incentives.SignedRecord
+	// bytes), kept with the commit so an offline audit can check the signature; nil without
+	// Config.Identity and for rounds closed again by a repair (their records are not signed).
+	Signed []byte
 }
 
 // Summary describes a closed round.

@@ -73,6 +73,7 @@ type node struct {
 	fetch    []core.Want
 	silent   bool // publishes nothing
 	repairs  []*core.Repair
+	commits  []*core.Commit
 	refused  int           // records Record refused
 	cidFetch [][]core.Want // each Fetch by CID
 	// tamper, if set, replaces each message the node publishes with what it returns.
@@ -204,6 +205,9 @@ func (s *swarm) handle(n *node, rd core.Ready, err error) {
 	}
 	if rd.Summary != nil {
 		n.sums = append(n.sums, rd.Summary)
+	}
+	if rd.Commit != nil {
+		n.commits = append(n.commits, rd.Commit)
 	}
 }
 

@@ -2,8 +2,9 @@
 // include in an embedded transactional store (go.etcd.io/bbolt).
 //
 // Each committed round is one bbolt transaction: the record, its evidence, the events it
-// caused, the new ledger state and the signed shards of the contributions it included are
-// written together or not at all, and the transaction
+// caused, the new ledger state, the signed shards of the contributions it included and
+// the node's own signed record of the round (CommitSigned) are written together or not at
+// all, and the transaction
 // is synced before Commit returns. A process killed at any moment (kill -9) reopens with
 // the ledger of the last round whose Commit returned, or a later one, never a round half
 // applied.
@@ -20,6 +21,8 @@
 //	          shard (verify.Shard, canonical CBOR) the round's record includes; read back
 //	          by round (Shards) to replay the round, dropped before a checkpoint
 //	          (PruneShards)
+//	signed-records  round (8 bytes) -> the node's own signed record of the round
+//	          (incentives.SignedRecord) as it published it, for an offline audit
 //	local     "state" -> first open round (8 bytes), the node's local state blob
 //	          (PutLocal), while no checkpoint keeps it
 //	checkpoints        round -> CheckpointInfo (manifest, ID, root, chunk hashes)
@@ -41,6 +44,9 @@
 // from, commits the new rounds with their shards and drops the checkpoints that followed
 // the replaced rounds. A kill during it leaves the old rounds or the new ones,
 // never a mix.
+//
+// ExportRecords (with the signed records) and ExportCheckpoints write a run to files that
+// OpenDir reads back for an audit (node.AuditDir).
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.

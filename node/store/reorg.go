@@ -25,12 +25,14 @@ var (
 )
 
 // Round is one committed round: its record, the ledger state it leads to, the events it
-// caused and the signed shards of the contributions it includes (those the node holds).
+// caused, the signed shards of the contributions it includes (those the node holds) and
+// the node's own signed record of it (nil: none; see CommitSigned).
 type Round struct {
 	Record *incentives.Record
 	State  *incentives.State
 	Events []incentives.Event
 	Shards []Shard
+	Signed []byte
 }
 
 // Reorg replaces the stored rounds from round from on by rounds, in one transaction: the
@@ -93,6 +95,9 @@ func checkChain(base *incentives.State, rounds []Round) error {
 		if err := checkShards(r.Record, r.Shards); err != nil {
 			return fmt.Errorf("%w: %v", ErrConflict, err)
 		}
+		if err := checkSigned(r.Signed, r.Record); err != nil {
+			return err
+		}
 		prev = r.State
 	}
 	return nil
@@ -142,6 +147,9 @@ func writeRound(tx *bolt.Tx, r Round) error {
 	if err := putShards(tx, rec.Round, r.Shards); err != nil {
 		return err
 	}
+	if err := putSigned(tx, rec.Round, r.Signed); err != nil {
+		return err
+	}
 	return keepState(tx, r.State)
 }
 
@@ -183,6 +191,9 @@ func dropRound(tx *bolt.Tx, r uint64) error {
 		return err
 	}
 	if err := deleteShards(tx, r); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketSigned).Delete(roundKey(r)); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketStates).Delete(roundKey(r + 1))

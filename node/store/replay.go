@@ -53,15 +53,27 @@ func ReplayDir(dir string, genesis *incentives.State, chk incentives.EvidenceChe
 	return st, len(recs), nil
 }
 
-func readRecord(path string) (*incentives.Record, error) {
+// readCapped reads a file of at most max bytes (larger: an error naming it).
+func readCapped(path string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, incentives.MaxRecordSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
+func readRecord(path string) (*incentives.Record, error) {
+	data, err := readCapped(path, incentives.MaxRecordSize)
+	if err != nil {
+		return nil, err
 	}
 	rec, err := incentives.DecodeRecord(data)
 	if err != nil {
@@ -81,7 +93,8 @@ func cmpUint(a, b uint64) int {
 }
 
 // ExportRecords writes every stored record to dir, one file per round named
-// round-<20 digits>.rec, in the format ReplayDir reads.
+// round-<20 digits>.rec, in the format ReplayDir reads, and the node's signed records
+// kept (PutSigned) to dir/signed, named round-<20 digits>.signed.
 func (s *Store) ExportRecords(dir string) (int, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
@@ -89,7 +102,10 @@ func (s *Store) ExportRecords(dir string) (int, error) {
 	n := 0
 	err := s.Records(0, func(round uint64, data []byte) error {
 		n++
-		return os.WriteFile(filepath.Join(dir, fmt.Sprintf("round-%020d.rec", round)), data, 0o644)
+		return os.WriteFile(filepath.Join(dir, roundFile(round, "rec")), data, 0o644)
 	})
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	return n, s.exportSigned(dir)
 }

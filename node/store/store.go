@@ -80,7 +80,7 @@ func Open(path string, timeout time.Duration) (s *Store, err error) {
 // load creates the buckets and reads the stored state, if any.
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketStates, bucketRoundEvents, bucketShards, bucketLocal}, checkpointBuckets...) {
+		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketStates, bucketRoundEvents, bucketShards, bucketLocal, bucketSigned}, checkpointBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
@@ -153,6 +153,11 @@ func (s *Store) State() (*incentives.State, error) {
 // rec.NewRoot); otherwise ErrConflict and nothing is written. It returns after the
 // transaction is on disk.
 func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []incentives.Event, shards ...Shard) error {
+	return s.commit(nil, rec, next, events, shards...)
+}
+
+// commit is Commit, keeping signed (see CommitSigned) in the same transaction when set.
+func (s *Store) commit(signed []byte, rec *incentives.Record, next *incentives.State, events []incentives.Event, shards ...Shard) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == nil {
@@ -168,7 +173,7 @@ func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []
 		return fmt.Errorf("%w: %v", ErrConflict, err)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := writeRound(tx, Round{Record: rec, State: next, Events: events, Shards: shards}); err != nil {
+		if err := writeRound(tx, Round{Record: rec, State: next, Events: events, Shards: shards, Signed: signed}); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(keyState, next.Marshal())
