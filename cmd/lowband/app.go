@@ -70,6 +70,7 @@ func benchCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			benchDiscoveryCommand(),
 			benchGossipCommand(),
+			benchSwarmCommand(),
 			benchTrainCommand(),
 			benchVerifyCommand(),
 		},
