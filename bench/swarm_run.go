@@ -82,20 +82,28 @@ func awaitRounds(ctx context.Context, opt SwarmOptions, nodes []*node.Node, star
 			return fmt.Errorf("bench swarm: %d of %d rounds closed by every honest node: %w", done, opt.Rounds, ctx.Err())
 		case <-t.C:
 		}
-		scored, loss := scoredRounds(opt, nodes)
-		for ; done < min(scored, opt.Rounds); done++ {
-			fmt.Fprintf(logw, "round %d: held-out loss %.4f (mean of honest nodes), %s\n", done, loss[done], time.Since(start).Round(time.Millisecond))
+		rs := scoredRounds(opt, nodes)
+		for ; done < min(len(rs), opt.Rounds); done++ {
+			r := rs[done]
+			fmt.Fprintf(logw, "round %d: held-out loss %.4f (mean of honest nodes), %d-%d included, %d state root(s), %s\n",
+				done, r.loss, r.minIncluded, r.maxIncluded, len(r.roots), time.Since(start).Round(time.Millisecond))
 		}
 	}
 	return nil
 }
 
-// scoredRounds is how many rounds from 0 every honest node has closed and scored, and the
-// honest nodes' mean held-out loss after each of them.
-func scoredRounds(opt SwarmOptions, nodes []*node.Node) (int, []float64) {
-	scored := -1
-	var sum []float64
-	honest := 0
+// roundView is a round as the honest nodes closed it: their mean held-out loss, the
+// fewest and most contributions one included, and the distinct state roots they hold.
+type roundView struct {
+	loss                     float64
+	minIncluded, maxIncluded int
+	roots                    map[string]bool
+}
+
+// scoredRounds returns the rounds from 0 that every honest node has closed and scored.
+func scoredRounds(opt SwarmOptions, nodes []*node.Node) []roundView {
+	var out []roundView
+	scored, honest := -1, 0
 	for i, n := range nodes {
 		if adversaryOf(opt, i) != "" {
 			continue
@@ -106,18 +114,22 @@ func scoredRounds(opt SwarmOptions, nodes []*node.Node) (int, []float64) {
 			if r.Round != uint64(k) || r.Loss == nil {
 				break
 			}
-			if k == len(sum) {
-				sum = append(sum, 0)
+			if k == len(out) {
+				out = append(out, roundView{minIncluded: len(r.Included), roots: map[string]bool{}})
 			}
-			sum[k] += *r.Loss
+			v := &out[k]
+			v.loss += *r.Loss
+			v.minIncluded, v.maxIncluded = min(v.minIncluded, len(r.Included)), max(v.maxIncluded, len(r.Included))
+			v.roots[r.StateRoot] = true
 			k++
 		}
 		if scored < 0 || k < scored {
 			scored = k
 		}
 	}
-	for i := range sum {
-		sum[i] /= float64(honest)
+	out = out[:max(scored, 0)]
+	for i := range out {
+		out[i].loss /= float64(honest)
 	}
-	return max(scored, 0), sum
+	return out
 }
