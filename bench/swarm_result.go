@@ -29,8 +29,10 @@ type SwarmResult struct {
 	// RingAllReduceBytesPerNodeRound is what a ring all-reduce of one dense fp32
 	// pseudo-gradient sends per node (and receives): 2(N−1)/N of it.
 	RingAllReduceBytesPerNodeRound float64 `json:"ring_allreduce_bytes_per_node_round"`
-	// VerifyShare is the nodes' CPU time in verification over the process's CPU time
-	// during the run (every node of the swarm runs in this process).
+	// VerifyShare is the nodes' time in verification over the process's CPU time during
+	// the run (every node of the swarm runs in this process). The node meters
+	// verification as wall time around the calls, so on a loaded machine this overstates
+	// it and may pass 1.
 	VerifyShare float64 `json:"verify_share"`
 	// PeakRSSBytes is the process's peak resident memory: the whole in-process swarm's,
 	// not one node's.
