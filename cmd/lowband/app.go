@@ -71,6 +71,7 @@ func benchCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			benchDiscoveryCommand(),
 			benchGossipCommand(),
+			benchSwarmCommand(),
 			benchTrainCommand(),
 			benchVerifyCommand(),
 		},

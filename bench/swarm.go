@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node"
+)
+
+// SwarmOptions configures `lowband bench swarm`.
+type SwarmOptions struct {
+	Nodes  int
+	Rounds int
+	Task   string // configs.TaskCharLM (default), TaskFMNIST or TaskSynthetic
+	// InnerSteps and Batch, when above 0, replace the task's default H and batch size.
+	InnerSteps, Batch int
+	// Adversaries are the adversary modes (node.AdversaryKinds) of the first nodes, one
+	// each; the others are honest.
+	Adversaries []string
+	// LinkMbps and LatencyMS ask for emulated links; not available yet (ErrNoLinkEmulation).
+	LinkMbps, LatencyMS float64
+	// Dir is where the nodes' homes are made; it must exist and be empty.
+	Dir string
+	// DeadlineMin and DeadlineMax are the round's adaptive deadline bounds in seconds
+	// (0: 10 and 30).
+	DeadlineMin, DeadlineMax float64
+}
+
+// ErrNoLinkEmulation is returned when emulated links are asked for: the nodes run on
+// loopback only.
+var ErrNoLinkEmulation = errors.New("bench swarm: emulated links (--link-mbps, --latency-ms) are not available yet: the nodes run on loopback")
+
+// swarmPoll is how often the bench reads the nodes' statuses.
+const swarmPoll = 100 * time.Millisecond
+
+func (o *SwarmOptions) validate() error {
+	if o.Task == "" {
+		o.Task = configs.TaskCharLM
+	}
+	if o.DeadlineMin == 0 && o.DeadlineMax == 0 {
+		o.DeadlineMin, o.DeadlineMax = 10, 30
+	}
+	switch {
+	case o.Nodes < 1 || o.Rounds < 1:
+		return fmt.Errorf("bench swarm: %d nodes, %d rounds: both must be positive", o.Nodes, o.Rounds)
+	case o.InnerSteps < 0 || o.Batch < 0:
+		return fmt.Errorf("bench swarm: inner steps %d, batch %d: negative", o.InnerSteps, o.Batch)
+	case len(o.Adversaries) >= o.Nodes:
+		return fmt.Errorf("bench swarm: %d adversaries among %d nodes leave no honest node", len(o.Adversaries), o.Nodes)
+	case o.LinkMbps != 0 || o.LatencyMS != 0:
+		return ErrNoLinkEmulation
+	case o.Dir == "":
+		return errors.New("bench swarm: no directory for the homes")
+	}
+	for _, k := range o.Adversaries {
+		if !slices.Contains(node.AdversaryKinds, k) {
+			return fmt.Errorf("bench swarm: unknown adversary kind %q (want one of %v)", k, node.AdversaryKinds)
+		}
+	}
+	return nil
+}
+
+// swarmHome is one training node's home before it starts.
+type swarmHome struct {
+	home configs.Home
+	cfg  *configs.Config
+	id   string
+}
+
+// RunSwarm starts a bootstrap node and opt.Nodes training nodes in this process on
+// loopback, each with its own home under opt.Dir, on one generated local network spec,
+// lets them train opt.Rounds rounds, and measures the run from their statuses. A progress
+// line per round goes to logw (may be nil).
+func RunSwarm(ctx context.Context, opt SwarmOptions, logw io.Writer) (*SwarmResult, error) {
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	if logw == nil {
+		logw = io.Discard
+	}
+	homes, err := swarmHomes(opt)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := swarmSpec(opt, homes)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cpu0, start := cpuTime(), time.Now()
+	nodes, stop, err := startSwarm(ctx, opt, spec, homes)
+	defer func() {
+		cancel()
+		if serr := stop(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if err := awaitRounds(ctx, opt, nodes, start, logw); err != nil {
+		return nil, err
+	}
+	wall, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
+	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps,
+		Batch: spec.Training.BatchSize, Transport: "loopback (TCP and QUIC)", CPUSeconds: cpu}
+	final := make([]swarmNode, len(nodes))
+	var verify float64
+	for i, n := range nodes {
+		st := n.Status().Training
+		final[i] = swarmNode{peer: homes[i].id, adversary: adversaryOf(opt, i), st: st}
+		verify += st.VerifyCPUS
+		res.PeakRSSBytes = max(res.PeakRSSBytes, st.PeakRSSBytes)
+	}
+	if cpu > 0 {
+		res.VerifyShare = verify / cpu
+	}
+	fillSwarm(res, final, wall)
+	return res, nil
+}
+
+// adversaryOf is node i's adversary mode ("" for an honest node).
+func adversaryOf(opt SwarmOptions, i int) string {
+	if i < len(opt.Adversaries) {
+		return opt.Adversaries[i]
+	}
+	return ""
+}
+
+// swarmHomes makes the training nodes' homes (local profile) and reads their peer IDs.
+func swarmHomes(opt SwarmOptions) ([]swarmHome, error) {
+	out := make([]swarmHome, opt.Nodes)
+	for i := range out {
+		h, cfg, err := newSwarmHome(filepath.Join(opt.Dir, fmt.Sprintf("node%d", i)))
+		if err != nil {
+			return nil, err
+		}
+		key, err := h.LoadIdentity()
+		if err != nil {
+			return nil, err
+		}
+		id, err := peer.IDFromPrivateKey(key)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = swarmHome{home: h, cfg: cfg, id: id.String()}
+	}
+	return out, nil
+}
+
+// newSwarmHome initialises a home in dir with the local profile and the devnet spec.
+func newSwarmHome(dir string) (configs.Home, *configs.Config, error) {
+	h := configs.Home{Dir: dir}
+	if err := h.Init(configs.InitOptions{Profile: configs.ProfileLocal, Spec: configs.DevnetSpec}); err != nil {
+		return h, nil, err
+	}
+	cfg, _, err := h.Load()
+	return h, cfg, err
+}
+
+// swarmSpec is the run's network spec: the devnet's (simulated attestation), the task's
+// default recipe with the asked H and batch, equal genesis stakes for the training nodes,
+// genesis now, and adversaries allowed when any node runs one.
+func swarmSpec(opt SwarmOptions, homes []swarmHome) (*configs.Spec, error) {
+	s, err := configs.ParseSpec("devnet", configs.DevnetSpec)
+	if err != nil {
+		return nil, err
+	}
+	s.Name, s.Bootstrap = "bench-swarm", nil
+	s.Training = configs.DefaultTrainingSpecFor(opt.Task)
+	if opt.InnerSteps > 0 {
+		s.Training.InnerSteps = opt.InnerSteps
+	}
+	if opt.Batch > 0 {
+		s.Training.BatchSize = opt.Batch
+	}
+	s.Incentives.Stakes = make(map[string]uint64, len(homes))
+	for _, h := range homes {
+		s.Incentives.Stakes[h.id] = max(s.Incentives.MinStake, 100)
+	}
+	s.Time.GenesisTime = time.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	s.Round.DeadlineMin, s.Round.DeadlineMax = opt.DeadlineMin, opt.DeadlineMax
+	s.Testing.AllowAdversaries = len(opt.Adversaries) > 0
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("bench swarm: the generated spec: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"slices"
+
+	"github.com/lowband/lowband/node"
+)
+
+// SwarmResult is the JSON object `lowband bench swarm --json` prints. Per node-round
+// figures are means over the honest nodes and the measured rounds.
+type SwarmResult struct {
+	Task      string `json:"task"`
+	Nodes     int    `json:"nodes"`
+	Rounds    int    `json:"rounds"`
+	H         int    `json:"h"`
+	Batch     int    `json:"batch"`
+	Transport string `json:"transport"`
+	// DenseBytes is one dense fp32 pseudo-gradient.
+	DenseBytes int64 `json:"dense_bytes"`
+	// StallShare is, for the worst honest node, the time its local work waited for a round
+	// to close over the wall-clock time from the swarm's start to the last round's close.
+	StallShare float64 `json:"stall_share"`
+	// ContributionBytesPerNodeRound is a node's own signed shard bytes per round.
+	ContributionBytesPerNodeRound float64 `json:"contribution_bytes_per_node_round"`
+	// WireBytesPerNodeRound is what a node sent per round over every protocol (gossip
+	// forwarding, fetches, DHT); WireBytesReceivedPerNodeRound what it received.
+	WireBytesPerNodeRound         float64 `json:"wire_bytes_per_node_round"`
+	WireBytesReceivedPerNodeRound float64 `json:"wire_bytes_received_per_node_round"`
+	// RingAllReduceBytesPerNodeRound is what a ring all-reduce of one dense fp32
+	// pseudo-gradient sends per node (and receives): 2(N−1)/N of it.
+	RingAllReduceBytesPerNodeRound float64 `json:"ring_allreduce_bytes_per_node_round"`
+	// VerifyShare is the nodes' time in verification over the process's CPU time during
+	// the run (every node of the swarm runs in this process). The node meters
+	// verification as wall time around the calls, so on a loaded machine this overstates
+	// it and may pass 1.
+	VerifyShare float64 `json:"verify_share"`
+	// PeakRSSBytes is the process's peak resident memory: the whole in-process swarm's,
+	// not one node's.
+	PeakRSSBytes int64    `json:"peak_rss_bytes"`
+	EvalLoss     LossPair `json:"eval_loss"`
+	// RootsAgree is true when every honest node holds the same state and ledger roots
+	// after the last measured round.
+	RootsAgree  bool    `json:"roots_agree"`
+	WallSeconds float64 `json:"wall_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+
+	// With adversaries: each one, how many adversaries every honest node slashed, how
+	// many honest peers any honest node slashed, and how many contributions of a kind
+	// refused by rule (node.BadFrom) an honest node aggregated (must be 0).
+	Adversaries      []SwarmAdversary `json:"adversaries,omitempty"`
+	SlashedCorrectly *int             `json:"slashed_correctly,omitempty"`
+	HonestSlashed    *int             `json:"honest_slashed,omitempty"`
+	BadAggregated    *int             `json:"bad_aggregated,omitempty"`
+}
+
+// LossPair is the honest nodes' mean held-out loss of θ_0 and after the last round.
+type LossPair struct {
+	Initial float64 `json:"initial"`
+	Final   float64 `json:"final"`
+}
+
+// SwarmAdversary is one adversary node: its kind, how many honest nodes slashed it, and
+// in how many rounds, summed over the honest nodes, its contribution was aggregated.
+type SwarmAdversary struct {
+	Kind       string `json:"kind"`
+	PeerID     string `json:"peer_id"`
+	SlashedBy  int    `json:"slashed_by"`
+	Aggregated int    `json:"aggregated"`
+}
+
+// swarmNode is one training node's status at the end of a run.
+type swarmNode struct {
+	peer      string
+	adversary string
+	st        *node.TrainingStatus
+}
+
+// measured returns the rounds [0, rounds) of a status, in order.
+func measured(st *node.TrainingStatus, rounds int) []node.RoundStatus {
+	var out []node.RoundStatus
+	for _, r := range st.Rounds {
+		if r.Round < uint64(rounds) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// fillSwarm fills res's measurements from the nodes' statuses; wall is the run's
+// wall-clock seconds.
+func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
+	var honest []swarmNode
+	for _, n := range nodes {
+		if n.adversary == "" {
+			honest = append(honest, n)
+		}
+	}
+	nr := float64(len(honest) * res.Rounds)
+	var contrib, sent, recv, initial, final float64
+	res.RootsAgree = true
+	var root, ledger string
+	for i, n := range honest {
+		rs := measured(n.st, res.Rounds)
+		var stall float64
+		for _, r := range rs {
+			contrib += float64(r.ContributionBytes)
+			sent += float64(r.WireBytesSent)
+			recv += float64(r.WireBytesReceived)
+			stall += r.StallS
+		}
+		res.StallShare = max(res.StallShare, stall/wall)
+		if n.st.InitialLoss != nil {
+			initial += *n.st.InitialLoss
+		}
+		if len(rs) > 0 {
+			last := rs[len(rs)-1]
+			if last.Loss != nil {
+				final += *last.Loss
+			}
+			if i == 0 {
+				root, ledger = last.StateRoot, last.LedgerRoot
+			} else if last.StateRoot != root || last.LedgerRoot != ledger {
+				res.RootsAgree = false
+			}
+		}
+		res.DenseBytes = n.st.DenseBytesPerRound
+	}
+	res.ContributionBytesPerNodeRound, res.WireBytesPerNodeRound, res.WireBytesReceivedPerNodeRound = contrib/nr, sent/nr, recv/nr
+	res.EvalLoss = LossPair{Initial: initial / float64(len(honest)), Final: final / float64(len(honest))}
+	res.RingAllReduceBytesPerNodeRound = 2 * float64(res.Nodes-1) / float64(res.Nodes) * float64(res.DenseBytes)
+	res.WallSeconds = wall
+	fillAdversaries(res, nodes, honest)
+}
+
+// fillAdversaries fills the adversary fields when any node runs an adversary mode.
+func fillAdversaries(res *SwarmResult, nodes, honest []swarmNode) {
+	if len(honest) == len(nodes) {
+		return
+	}
+	correct, wronged, bad := 0, 0, 0
+	for _, a := range nodes {
+		if a.adversary == "" {
+			continue
+		}
+		sa := SwarmAdversary{Kind: a.adversary, PeerID: a.peer}
+		from, refused := node.BadFrom(a.adversary)
+		for _, h := range honest {
+			if slices.Contains(h.st.Slashed, a.peer) {
+				sa.SlashedBy++
+			}
+			for _, r := range measured(h.st, res.Rounds) {
+				if slices.Contains(r.Included, a.peer) {
+					sa.Aggregated++
+					if refused && r.Round >= from {
+						bad++
+					}
+				}
+			}
+		}
+		if sa.SlashedBy == len(honest) {
+			correct++
+		}
+		res.Adversaries = append(res.Adversaries, sa)
+	}
+	for _, p := range honest {
+		if slices.ContainsFunc(honest, func(h swarmNode) bool { return slices.Contains(h.st.Slashed, p.peer) }) {
+			wronged++
+		}
+	}
+	res.SlashedCorrectly, res.HonestSlashed, res.BadAggregated = &correct, &wronged, &bad
+}

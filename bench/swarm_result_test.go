@@ -1,0 +1,44 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/lowband/lowband/node"
+)
+
+// TestSwarmAdversaryCounts: from hand-made statuses, an equivocator slashed by both honest
+// nodes counts as slashed correctly, its aggregate before it equivocates is not bad and
+// the one after is, and an honest peer slashed by one honest node counts once.
+func TestSwarmAdversaryCounts(t *testing.T) {
+	from, ok := node.BadFrom(node.AdvEquivocate)
+	if !ok {
+		t.Fatal("equivocate is not refused by rule")
+	}
+	rounds := func(included ...[]string) []node.RoundStatus {
+		out := make([]node.RoundStatus, len(included))
+		for i, in := range included {
+			out[i] = node.RoundStatus{Round: uint64(i), Included: in}
+		}
+		return out
+	}
+	before, after := make([][]string, from+2), make([][]string, from+2)
+	before[0] = []string{"eq", "h1"}
+	after[from] = []string{"eq"}
+	nodes := []swarmNode{
+		{peer: "eq", adversary: node.AdvEquivocate, st: &node.TrainingStatus{}},
+		{peer: "flip", adversary: node.AdvSignFlip, st: &node.TrainingStatus{}},
+		{peer: "h1", st: &node.TrainingStatus{Slashed: []string{"eq"}, Rounds: rounds(before...)}},
+		{peer: "h2", st: &node.TrainingStatus{Slashed: []string{"eq", "h1"}, Rounds: rounds(after...)}},
+	}
+	res := &SwarmResult{Nodes: 4, Rounds: int(from) + 2}
+	fillSwarm(res, nodes, 1)
+	if res.SlashedCorrectly == nil || *res.SlashedCorrectly != 1 || *res.HonestSlashed != 1 || *res.BadAggregated != 1 {
+		t.Fatalf("slashed correctly %v, honest slashed %v, bad aggregated %v; want 1, 1, 1", res.SlashedCorrectly, res.HonestSlashed, res.BadAggregated)
+	}
+	if a := res.Adversaries[0]; a.SlashedBy != 2 || a.Aggregated != 2 {
+		t.Errorf("equivocator slashed by %d, aggregated %d times; want 2, 2", a.SlashedBy, a.Aggregated)
+	}
+	if a := res.Adversaries[1]; a.SlashedBy != 0 || a.Aggregated != 0 {
+		t.Errorf("sign-flipper slashed by %d, aggregated %d times; want 0, 0", a.SlashedBy, a.Aggregated)
+	}
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node"
+)
+
+// running is one started node and what Run returned.
+type running struct {
+	n    *node.Node
+	done chan error
+}
+
+// startSwarm starts the bootstrap node, then the training nodes pointed at it, each
+// running until ctx ends. stop, always callable, waits for every started node to stop
+// (ctx must be cancelled first) and returns the first error one ended with.
+func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes []swarmHome) ([]*node.Node, func() error, error) {
+	var all []running
+	stop := func() error {
+		var errs []error
+		for _, r := range all {
+			if err := <-r.done; err != nil {
+				errs = append(errs, fmt.Errorf("node %s: %w", r.n.ID(), err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	start := func(o node.Options) (*node.Node, error) {
+		o.Spec, o.Logger = spec, slog.New(slog.DiscardHandler)
+		n, err := node.New(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		r := running{n: n, done: make(chan error, 1)}
+		go func() { r.done <- n.Run(ctx) }()
+		all = append(all, r)
+		return n, nil
+	}
+	bh, bc, err := newSwarmHome(opt.Dir + "/bootstrap")
+	if err != nil {
+		return nil, stop, err
+	}
+	boot, err := start(node.Options{Home: bh, Config: bc, Role: configs.RoleBootstrap})
+	if err != nil {
+		return nil, stop, fmt.Errorf("bootstrap node: %w", err)
+	}
+	addrs := boot.Status().Addresses
+	if len(addrs) == 0 {
+		return nil, stop, errors.New("bench swarm: the bootstrap node has no address")
+	}
+	nodes := make([]*node.Node, len(homes))
+	for i, h := range homes {
+		h.cfg.P2P.Bootstrap = []string{bootAddr(addrs, boot)}
+		if nodes[i], err = start(node.Options{Home: h.home, Config: h.cfg, Adversary: adversaryOf(opt, i)}); err != nil {
+			return nil, stop, fmt.Errorf("node %d: %w", i, err)
+		}
+	}
+	return nodes, stop, nil
+}
+
+// bootAddr is the bootstrap node's first address with its peer ID.
+func bootAddr(addrs []string, boot *node.Node) string {
+	return fmt.Sprintf("%s/p2p/%s", addrs[0], boot.ID())
+}
+
+// awaitRounds waits until every honest node has closed and scored the first opt.Rounds
+// rounds, writing a line to logw as the honest nodes all close each round.
+func awaitRounds(ctx context.Context, opt SwarmOptions, nodes []*node.Node, start time.Time, logw io.Writer) error {
+	t := time.NewTicker(swarmPoll)
+	defer t.Stop()
+	done := 0 // rounds every honest node has scored
+	for done < opt.Rounds {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench swarm: %d of %d rounds closed by every honest node: %w", done, opt.Rounds, ctx.Err())
+		case <-t.C:
+		}
+		rs := scoredRounds(opt, nodes)
+		for ; done < min(len(rs), opt.Rounds); done++ {
+			r := rs[done]
+			fmt.Fprintf(logw, "round %d: held-out loss %.4f (mean of honest nodes), %d-%d included, %d state root(s), %s\n",
+				done, r.loss, r.minIncluded, r.maxIncluded, len(r.roots), time.Since(start).Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+// roundView is a round as the honest nodes closed it: their mean held-out loss, the
+// fewest and most contributions one included, and the distinct state roots they hold.
+type roundView struct {
+	loss                     float64
+	minIncluded, maxIncluded int
+	roots                    map[string]bool
+}
+
+// scoredRounds returns the rounds from 0 that every honest node has closed and scored.
+func scoredRounds(opt SwarmOptions, nodes []*node.Node) []roundView {
+	var out []roundView
+	scored, honest := -1, 0
+	for i, n := range nodes {
+		if adversaryOf(opt, i) != "" {
+			continue
+		}
+		honest++
+		k := 0
+		for _, r := range measured(n.Status().Training, opt.Rounds) {
+			if r.Round != uint64(k) || r.Loss == nil {
+				break
+			}
+			if k == len(out) {
+				out = append(out, roundView{minIncluded: len(r.Included), roots: map[string]bool{}})
+			}
+			v := &out[k]
+			v.loss += *r.Loss
+			v.minIncluded, v.maxIncluded = min(v.minIncluded, len(r.Included)), max(v.maxIncluded, len(r.Included))
+			v.roots[r.StateRoot] = true
+			k++
+		}
+		if scored < 0 || k < scored {
+			scored = k
+		}
+	}
+	out = out[:max(scored, 0)]
+	for i := range out {
+		out[i].loss /= float64(honest)
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/lowband/lowband/bench"
+)
+
+func benchSwarmCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "swarm",
+		Usage: "an in-process swarm of real nodes training over libp2p, measured from their statuses",
+		Description: "Starts a bootstrap node and --nodes training nodes in this process on loopback, each with\n" +
+			"its own home in a temporary directory, on one generated local network spec (the devnet's\n" +
+			"simulated attestation, the task's default recipe with --inner-steps and --batch, equal\n" +
+			"stakes, genesis now). The first nodes run the --adversaries modes, one each. Runs until\n" +
+			"every honest node has closed and scored --rounds rounds, printing a line per round on\n" +
+			"stderr, and reports from the honest nodes' statuses. peak_rss_bytes is the whole\n" +
+			"process's, every node together; verify_share is the nodes' verification CPU over the\n" +
+			"process's CPU. Emulated links (--link-mbps, --latency-ms) are not available yet.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "nodes", Value: 4, Usage: "training nodes (a bootstrap node is added)"},
+			&cli.IntFlag{Name: "rounds", Value: 5, Usage: "rounds every honest node must close and score"},
+			&cli.StringFlag{Name: "task", Value: "charlm", Usage: "charlm, fmnist or synthetic"},
+			&cli.IntFlag{Name: "inner-steps", Usage: "inner steps per round (H); 0: the task's default"},
+			&cli.IntFlag{Name: "batch", Usage: "samples per inner step; 0: the task's default"},
+			&cli.StringFlag{Name: "adversaries", Usage: "adversary modes of the first nodes, comma-separated (KIND,KIND)"},
+			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated link bandwidth (not available yet)"},
+			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated link latency (not available yet)"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "give up after this long"},
+			jsonFlag,
+		},
+		Action: benchSwarm,
+	}
+}
+
+func benchSwarm(c *cli.Context) error {
+	dir, err := os.MkdirTemp("", "lowband-bench-swarm-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	opt := bench.SwarmOptions{
+		Nodes: c.Int("nodes"), Rounds: c.Int("rounds"), Task: c.String("task"),
+		InnerSteps: c.Int("inner-steps"), Batch: c.Int("batch"),
+		LinkMbps: c.Float64("link-mbps"), LatencyMS: c.Float64("latency-ms"), Dir: dir,
+	}
+	if a := c.String("adversaries"); a != "" {
+		opt.Adversaries = strings.Split(a, ",")
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	defer cancel()
+	res, err := bench.RunSwarm(ctx, opt, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, res)
+	}
+	return writeSwarmTable(c.App.Writer, res)
+}
+
+// writeSwarmTable prints a swarm result as name-value lines.
+func writeSwarmTable(w io.Writer, r *bench.SwarmResult) error {
+	rows := []struct {
+		name string
+		v    any
+	}{
+		{"task, nodes, rounds", fmt.Sprintf("%s, %d, %d (H %d, batch %d)", r.Task, r.Nodes, r.Rounds, r.H, r.Batch)},
+		{"transport", r.Transport},
+		{"held-out loss", fmt.Sprintf("%.4f -> %.4f", r.EvalLoss.Initial, r.EvalLoss.Final)},
+		{"roots agree", r.RootsAgree},
+		{"stall share (worst)", fmt.Sprintf("%.4f", r.StallShare)},
+		{"contribution B/node-round", fmt.Sprintf("%.0f", r.ContributionBytesPerNodeRound)},
+		{"wire sent B/node-round", fmt.Sprintf("%.0f", r.WireBytesPerNodeRound)},
+		{"ring all-reduce B/node-round", fmt.Sprintf("%.0f", r.RingAllReduceBytesPerNodeRound)},
+		{"verify share of CPU", fmt.Sprintf("%.4f", r.VerifyShare)},
+		{"peak RSS (process)", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSBytes)/(1<<20))},
+		{"wall, CPU", fmt.Sprintf("%.1f s, %.1f s", r.WallSeconds, r.CPUSeconds)},
+	}
+	if r.BadAggregated != nil {
+		rows = append(rows, struct {
+			name string
+			v    any
+		}{"slashed correctly, honest slashed, bad aggregated", fmt.Sprintf("%d, %d, %d", *r.SlashedCorrectly, *r.HonestSlashed, *r.BadAggregated)})
+	}
+	for _, row := range rows {
+		if _, err := fmt.Fprintf(w, "%-50s %v\n", row.name, row.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
