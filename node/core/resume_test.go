@@ -104,3 +104,47 @@ func TestRestartedCoreClosesSkippedRoundsWithoutWaitingForItself(t *testing.T) {
 		t.Fatalf("restarted at round %d, d closed rounds %v within 3 s of its restart (deadline_max %v): it waits for itself", head, closed, deadlineConfig.Max)
 	}
 }
+
+// TestRestartedCoreTakesBackItsOwnContributionOfSkippedRounds: the others included the
+// contributions a node signed before it stopped; restarted, it closed those rounds without
+// them, and its peers' records make it fetch its own shards by CID and repair: it holds
+// their root again within two rounds.
+func TestRestartedCoreTakesBackItsOwnContributionOfSkippedRounds(t *testing.T) {
+	s := newSwarm(t, 2, ledgerParams(), four, []uint64{100, 100, 100, 100})
+	s.start()
+	for range 4 {
+		s.step(everyone)
+	}
+	d := s.restart("d")
+	for range 12 { // the others close the first round d skipped without signing at their adaptive deadline
+		s.step(everyone)
+	}
+	if len(d.repairs) == 0 {
+		t.Fatalf("d made no repair; it asked for %d CIDs", len(d.cidFetch))
+	}
+	a := s.node("a")
+	da, aa := committed(d), committed(a)
+	for r, root := range aa {
+		if got, ok := da[r]; ok && got != root {
+			t.Errorf("round %d: d holds root %x, a %x", r, got[:4], root[:4])
+		}
+	}
+	if ag := d.core.Agreement(); !ag.Agrees || ag.Waiting != 0 {
+		t.Fatalf("d: agrees %v, waiting for %d CIDs", ag.Agrees, ag.Waiting)
+	}
+}
+
+// committed is the state root n holds for each round it closed: as closed, then as
+// repaired.
+func committed(n *node) map[uint64][32]byte {
+	out := map[uint64][32]byte{}
+	for _, sum := range n.sums {
+		out[sum.Round] = sum.StateRoot
+	}
+	for _, rp := range n.repairs {
+		for _, c := range rp.Commits {
+			out[c.Record.Round] = [32]byte(c.Record.NewRoot)
+		}
+	}
+	return out
+}
