@@ -73,8 +73,9 @@ type node struct {
 	fetch    []core.Want
 	silent   bool // publishes nothing
 	repairs  []*core.Repair
-	refused  int           // records Record refused
-	cidFetch [][]core.Want // each Fetch by CID
+	commits  []*core.Commit // as closed (repairs apart)
+	refused  int            // records Record refused
+	cidFetch [][]core.Want  // each Fetch by CID
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
 }
@@ -210,6 +211,7 @@ func (s *swarm) handle(n *node, rd core.Ready, err error) {
 	}
 	if rd.Summary != nil {
 		n.sums = append(n.sums, rd.Summary)
+		n.commits = append(n.commits, rd.Commit)
 	}
 }
 
