@@ -172,6 +172,7 @@ func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 	}
 
 	checkTamperedHomesRefused(t, ctx, rs.homes[last], rs.cfgs[last], rs.spec)
+	checkResumeSeedsRepairWindow(t, rs.homes[last], rs.spec)
 
 	n, next, root := rs.startLast(t, ctx)
 	if next != led.Round || root != roots[led.Round-1] {
@@ -210,4 +211,44 @@ func storedRoots2(t *testing.T, n *Node) ([]string, uint64) {
 		t.Fatal(err)
 	}
 	return roots, n.ledger.state.Load().Round
+}
+
+// checkResumeSeedsRepairWindow: resuming on a copy of a stopped node's home replays far
+// enough back (from an older checkpoint when the latest is too recent) to hand the core
+// the last repair_depth rounds before its head, which it takes (core.Seed).
+func checkResumeSeedsRepairWindow(t *testing.T, h configs.Home, s *configs.Spec) {
+	t.Helper()
+	l, err := openLedger(copyHome(t, h), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	p, err := NewParams(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := h.LoadIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := peer.IDFromPrivateKey(key)
+	rp, err := resume(p, s, self.String(), l, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, depth := rp.state.Round, repairDepth(s)
+	var rounds []uint64
+	for _, sn := range rp.snaps {
+		rounds = append(rounds, sn.Pre.Round)
+	}
+	if uint64(len(rounds)) != min(depth, head) || len(rounds) > 0 && rounds[len(rounds)-1] != head-1 {
+		t.Fatalf("resumed at round %d with snapshots of rounds %v, want the last %d", head, rounds, depth)
+	}
+	c, err := newCore(p, s, self.String(), rp.state, rp.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Seed(rp.snaps); err != nil {
+		t.Fatalf("the core refuses the replay's snapshots: %v", err)
+	}
 }
