@@ -151,7 +151,7 @@ func sameCIDs(shards []*verify.Shard, listed [][]byte) error {
 
 // replayStart is where a replay starts: the latest checkpoint the store keeps at or
 // before round to - keep (so that the replay passes the last keep rounds), else the
-// latest at or before round to, else genesis (init, θ_0, and the genesis ledger from the
+// oldest at or before round to, else genesis (init, θ_0, and the genesis ledger from the
 // spec).
 func (rp *replayer) replayStart(s *store.Store, lim checkpoint.Limits, init round.State, to uint64) (round.State, *incentives.State, uint64, error) {
 	infos, err := s.Checkpoints()
@@ -159,8 +159,8 @@ func (rp *replayer) replayStart(s *store.Store, lim checkpoint.Limits, init roun
 		return round.State{}, nil, 0, err
 	}
 	i := latestAtOrBefore(infos, to-min(to, rp.keep))
-	if i < 0 {
-		i = latestAtOrBefore(infos, to)
+	if i < 0 && len(infos) > 0 && infos[0].Round <= to {
+		i = 0 // the oldest: the stored shards go back to it, not before
 	}
 	if i >= 0 {
 		c, _, err := s.LoadCheckpoint(infos[i].Round, lim)
