@@ -27,6 +27,9 @@ type Status struct {
 	Version        string   `json:"version"`
 	// Training is the node's training progress; absent on a bootstrap node.
 	Training *TrainingStatus `json:"training,omitempty"`
+	// Agreement is where the node stands against the canonical rounds; absent on a
+	// bootstrap node.
+	Agreement *AgreementStatus `json:"agreement,omitempty"`
 }
 
 // Peer is one entry of GET /peers.

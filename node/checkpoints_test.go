@@ -86,7 +86,7 @@ func TestSwarmNodesMakeServeAndSyncCheckpoints(t *testing.T) {
 	defer cancel()
 	nodes, _, _ := startSwarmWith(t, ctx, 2, func(s *configs.Spec) {
 		s.Agreement.CheckpointEvery, s.Agreement.CheckpointsKept = 2, configs.MaxCheckpointsKept // kept while the test syncs
-	})
+	}, nil)
 	a, b := nodes[0], nodes[1]
 	waitFor(t, ctx, func() bool {
 		la, lb := a.LastCheckpoint(), b.LastCheckpoint()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -61,5 +62,25 @@ func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
 	s := fx.Shard("alice", b, 4, 0, []byte("p"))
 	if string(c.shard(k)) != string(data) || string(c.byPayload(s.Header.PayloadCID)) != string(data) {
 		t.Fatalf("round 4 not served by slot and CID (%d bytes held)", c.bytes)
+	}
+}
+
+// TestContentOfTheRepairWindowKept: with a repair depth deeper than keepRounds, the
+// shards of every round open to repair, and as many rounds before them for peers that
+// far behind, stay served as rounds close; older ones go.
+func TestContentOfTheRepairWindowKept(t *testing.T) {
+	ft := newFullTest(t, 16, nil)
+	b := ft.fx.Bundle("alice", "")
+	var cids [][]byte
+	for r := range uint64(8) {
+		s := ft.fx.Shard("alice", b, r, 0, []byte{byte(r)})
+		ft.f.content.put(s, marshalShard(t, s))
+		cids = append(cids, s.Header.PayloadCID)
+	}
+	ft.f.setView(core.View{NextClose: 16, NextLocal: 17, Window: 2, RepairFrom: 10}) // a repair depth of 6
+	for r, cid := range cids {
+		if held := ft.f.content.byPayload(cid) != nil; held != (r >= 4) {
+			t.Errorf("round %d: held %v with rounds 10 to 15 open to repair", r, held)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/verify"
@@ -24,6 +25,10 @@ const (
 	fetchManifest  byte = 4 // key: a checkpoint manifest's 32-byte ID
 	fetchChunk     byte = 5 // key: a checkpoint chunk's 32-byte SHA-256
 	fetchManifestR byte = 6 // key: a 32-byte state root: the manifest of its checkpoint
+	// fetchSignedRecord: key: round (8 bytes, big endian), signer's peer ID (text): the
+	// signed commit record of that signer for that round. (Kinds 4 to 7 are left to
+	// checkpoints.)
+	fetchSignedRecord byte = 8
 )
 
 // Request bounds: a slot request is the longest.
@@ -43,12 +48,16 @@ type fetchRequest struct {
 	kind byte
 	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR
 	cid  []byte   // fetchShardCID
-	slot slot     // fetchShardSlot
+	slot slot     // fetchShardSlot; fetchSignedRecord: round and peer (the signer)
 }
 
 func bundleRequest(h [32]byte) fetchRequest { return fetchRequest{kind: fetchBundle, hash: h} }
 func slotRequest(k slot) fetchRequest       { return fetchRequest{kind: fetchShardSlot, slot: k} }
 func cidRequest(cid []byte) fetchRequest    { return fetchRequest{kind: fetchShardCID, cid: cid} }
+
+func recordRequest(round uint64, signer string) fetchRequest {
+	return fetchRequest{kind: fetchSignedRecord, slot: slot{round: round, peer: signer}}
+}
 
 func (r fetchRequest) marshal() []byte {
 	out := []byte{r.kind}
@@ -60,6 +69,9 @@ func (r fetchRequest) marshal() []byte {
 	case fetchShardSlot:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = binary.BigEndian.AppendUint32(out, r.slot.index)
+		out = append(out, r.slot.peer...)
+	case fetchSignedRecord:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.slot.peer...)
 	}
 	return out
@@ -91,17 +103,26 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 		if err := verify.CheckPeerID(r.slot.peer); err != nil {
 			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
 		}
+	case fetchSignedRecord:
+		if len(key) <= 8 {
+			return r, fmt.Errorf("%w: record key of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.slot = slot{round: binary.BigEndian.Uint64(key), peer: string(key[8:])}
+		if err := verify.CheckPeerID(r.slot.peer); err != nil {
+			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
+		}
 	default:
 		return r, fmt.Errorf("%w: kind %d", ErrBadFetchRequest, r.kind)
 	}
 	return r, nil
 }
 
-// fetchServer answers fetch requests from the bundle registry, the content store and the
-// kept checkpoints (nil: none).
+// fetchServer answers fetch requests from the bundle registry, the content store, the
+// record book and the kept checkpoints (nil: none).
 type fetchServer struct {
 	reg     *registry
 	content *contentStore
+	records *recordBook
 	ckpts   checkpointSource
 }
 
@@ -115,8 +136,8 @@ type checkpointSource interface {
 
 // newFetchServer returns the server; serve it with
 // host.Handle(string(p2p.FetchProtocol(network)), maxFetchRequest, srv.handle).
-func newFetchServer(reg *registry, content *contentStore) *fetchServer {
-	return &fetchServer{reg: reg, content: content}
+func newFetchServer(reg *registry, content *contentStore, records *recordBook) *fetchServer {
+	return &fetchServer{reg: reg, content: content, records: records}
 }
 
 // handle implements p2p.Handler: a malformed request resets the stream, an object the
@@ -133,6 +154,8 @@ func (s *fetchServer) handle(_ context.Context, _ peer.ID, req []byte) ([]byte, 
 		return s.content.byPayload(r.cid), nil
 	case fetchManifest, fetchChunk, fetchManifestR:
 		return s.checkpoint(r), nil
+	case fetchSignedRecord:
+		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer}), nil
 	default:
 		return s.content.shard(r.slot), nil
 	}
@@ -187,6 +210,8 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxManifestSize
 	case fetchChunk:
 		maxResp = checkpoint.MaxChunkSize
+	case fetchSignedRecord:
+		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)
 	if err != nil {

@@ -60,6 +60,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(fetchRequest{kind: fetchManifest, hash: [32]byte{4}}.marshal())
 	f.Add(fetchRequest{kind: fetchChunk, hash: [32]byte{5}}.marshal())
 	f.Add(fetchRequest{kind: fetchManifestR, hash: [32]byte{6}}.marshal())
+	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)
@@ -105,7 +106,7 @@ func TestFetchRoundTripBetweenHosts(t *testing.T) {
 	for _, s := range shards {
 		held.expect("serving node", p2p.KindShards, s, p2p.Accept, reasonOK)
 	}
-	server.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(held.f.reg, held.f.content).handle)
+	server.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(held.f.reg, held.f.content, held.f.records).handle)
 
 	fc := newFetchClient(client, fx.Network, held.f.cfg.Wire)
 	b, _ := verify.UnmarshalBundle(alice)
@@ -168,7 +169,7 @@ func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
 	fx := served.fx
 	alice := fx.Bundle("alice", "")
 	served.holdBundle(alice)
-	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content).handle)
+	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content, served.f.records).handle)
 
 	ft := newFullTest(t, 16, func(c *fullConfig) {
 		c.Self = receiver.ID()

@@ -32,6 +32,9 @@ const (
 type loopDeps struct {
 	// commit persists a closed round (ledger.commit).
 	commit func(*core.Commit) error
+	// repair persists closed rounds closed again (ledger.repair; nil: a repair stops the
+	// loop with an error).
+	repair func(*core.Repair) error
 	// publish sends a message on the topic of kind.
 	publish func(ctx context.Context, kind string, data []byte) error
 	// fetch asks peers for missing shard slots; it must not block, and what it gets goes
@@ -61,28 +64,33 @@ type loop struct {
 	train *trainer
 	eval  *evaluator
 
-	inbox     chan any // shardIn or evidenceIn; filled by the validators
+	inbox     chan any // shardIn, evidenceIn or recordIn; filled by the validators
 	done      chan localDone
 	evals     chan evalResult
 	view      atomic.Pointer[core.View]
-	ckpt      *checkpointer // makes the checkpoints off the loop (nil: none)
-	startWait time.Duration // longest wait for the genesis peers before round 0
-	epoch     uint64        // epoch of the signer in use
-	bundle    []byte        // its bundle, republished for late joiners
+	agreement atomic.Pointer[core.Agreement] // the core's after the last event
+	agreeMet  *agreementMetrics              // nil: none
+	fetched   map[slot]struct{}              // shards fetched by CID for the pending repair
+	ckpt      *checkpointer                  // makes the checkpoints off the loop (nil: none)
+	startWait time.Duration                  // longest wait for the genesis peers before round 0
+	epoch     uint64                         // epoch of the signer in use
+	bundle    []byte                         // its bundle, republished for late joiners
 }
 
 func newLoop(c *core.Core, clk clock, deps loopDeps, log *slog.Logger, prog *progress, tr *trainer, ev *evaluator) *loop {
 	l := &loop{core: c, clk: clk, deps: deps, log: log, prog: prog, train: tr, eval: ev,
 		inbox: make(chan any, inboxSize), done: make(chan localDone), evals: make(chan evalResult, evalQueue)}
-	v := c.View()
+	v, a := c.View(), c.Agreement()
 	l.view.Store(&v)
+	l.agreement.Store(&a)
 	return l
 }
 
-// setView publishes the core's view to the validators.
+// setView publishes the core's view to the validators, and its agreement to the API.
 func (l *loop) setView() {
-	v := l.core.View()
+	v, a := l.core.View(), l.core.Agreement()
 	l.view.Store(&v)
+	l.agreement.Store(&a)
 	if l.deps.view != nil {
 		l.deps.view(v)
 	}
@@ -91,7 +99,7 @@ func (l *loop) setView() {
 // View is the core's view after the last event. Safe for concurrent use.
 func (l *loop) View() core.View { return *l.view.Load() }
 
-// deliver hands a verified event (shardIn, evidenceIn) to the loop without blocking; false
+// deliver hands a verified event (shardIn, evidenceIn, recordIn) to the loop without blocking; false
 // when the inbox is full. Safe for concurrent use.
 func (l *loop) deliver(ev any) bool {
 	select {
@@ -194,6 +202,10 @@ func (l *loop) waitForPeers(ctx context.Context, t ticker) {
 func (l *loop) handle(ev any) (core.Ready, error) {
 	switch e := ev.(type) {
 	case shardIn:
+		if e.repair {
+			l.fetchedForRepair(e.shard)
+			l.log.Debug("shard for a repair", "round", e.shard.Header.Round, "peer", e.shard.Header.Peer, "index", e.shard.Header.Index)
+		}
 		rd, err := l.core.Shard(e.at, e.shard, e.bundle)
 		if err != nil {
 			l.log.Debug("shard not taken", "round", e.shard.Header.Round, "peer", e.shard.Header.Peer, "err", err)
@@ -202,12 +214,20 @@ func (l *loop) handle(ev any) (core.Ready, error) {
 		return rd, nil
 	case evidenceIn:
 		return l.core.Evidence(e.ev)
+	case recordIn:
+		return l.record(e)
 	}
 	return core.Ready{}, fmt.Errorf("round loop: unknown event %T", ev)
 }
 
-// apply does what a Ready asks, in order: persist, publish, fetch, train, report.
+// apply does what a Ready asks, in order: persist (a repair, then a commit), publish,
+// fetch, train, report.
 func (l *loop) apply(ctx context.Context, rd core.Ready) error {
+	if rd.Repair != nil {
+		if err := l.persistRepair(rd.Repair); err != nil {
+			return err
+		}
+	}
 	if rd.Commit != nil {
 		if err := l.deps.commit(rd.Commit); err != nil {
 			return err

@@ -100,6 +100,10 @@ type loopHarness struct {
 	mu      sync.Mutex
 	commits []*core.Commit
 	sent    map[string]int
+	// persisted lists the repairs ("repair <from>") and commits ("commit <round>") in the
+	// order the loop persisted them; repairErr is what persisting a repair returns.
+	persisted []string
+	repairErr error
 }
 
 // bus stands in for gossip and the validators between loops in one test: every shard
@@ -145,10 +149,6 @@ func (b *bus) publish(from *loop, kind string, data []byte) error {
 
 func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fakeClock, b *bus) *loopHarness {
 	t.Helper()
-	id, err := peer.IDFromPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &loopHarness{clk: clk, sent: map[string]int{}}
 	p, err := NewParams(s)
 	if err != nil {
@@ -163,8 +163,15 @@ func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fake
 		commit: func(c *core.Commit) error {
 			h.mu.Lock()
 			h.commits = append(h.commits, c)
+			h.persisted = append(h.persisted, fmt.Sprint("commit ", c.Record.Round))
 			h.mu.Unlock()
 			return nil
+		},
+		repair: func(rp *core.Repair) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.persisted = append(h.persisted, fmt.Sprint("repair ", rp.From))
+			return h.repairErr
 		},
 		publish: func(_ context.Context, kind string, data []byte) error {
 			h.mu.Lock()
@@ -194,7 +201,7 @@ func newLoopHarness(t *testing.T, s *configs.Spec, key crypto.PrivKey, clk *fake
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp, err := newTraining(p, s, cfg, id.String(), rp, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	tp, err := newTraining(p, s, cfg, key, rp, clk, deps, g, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

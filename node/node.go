@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
@@ -32,6 +33,10 @@ type Options struct {
 	Role    string // configs.RoleNode or configs.RoleBootstrap; empty uses Config.Role
 	Logger  *slog.Logger
 	Version string
+
+	// gater, if set, decides which connections the host may open and accept: tests cut a
+	// node off the network with it (p2ptest.Gate).
+	gater connmgr.ConnectionGater
 }
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
@@ -170,6 +175,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		Topics:            p2p.Kinds,
 		PeerExchange:      n.role == configs.RoleBootstrap,
 		AppScore:          appScore,
+		Gater:             n.opts.gater,
 		Logger:            n.log,
 		Registerer:        reg,
 	}, nil
@@ -274,7 +280,16 @@ func (n *Node) Status() Status {
 		UptimeSeconds:  time.Since(n.started).Seconds(),
 		Version:        n.opts.Version,
 		Training:       n.trainingStatus(),
+		Agreement:      n.agreementStatus(),
 	}
+}
+
+// agreementStatus is GET /status's agreement object; nil on a bootstrap node.
+func (n *Node) agreementStatus() *AgreementStatus {
+	if n.train == nil {
+		return nil
+	}
+	return agreementStatus(n.train.loop.Agreement())
 }
 
 // trainingStatus is GET /status's training object; nil on a bootstrap node.

@@ -30,6 +30,9 @@ type RoundStatus struct {
 	StateRoot         string         `json:"state_root"`
 	LedgerRoot        string         `json:"ledger_root"`
 	ClosedAt          string         `json:"closed_at"`
+	// Repaired: the round was closed again with its canonical inclusion list; Included,
+	// Evidence and the roots are the repaired round's, the loss that of the first close.
+	Repaired bool `json:"repaired,omitempty"`
 }
 
 // TrainingStatus is the "training" object of GET /status (absent on a bootstrap node).

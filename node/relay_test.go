@@ -63,11 +63,16 @@ func TestBootstrapDropsJunk(t *testing.T) {
 			got <- m.Data
 		}
 	}()
-	// First a well-formed record, until one arrives: the path through the bootstrap
-	// node works once the mesh has formed.
+	// First a well-formed signed record, until one arrives: the path through the
+	// bootstrap node works once the mesh has formed.
+	key := p2ptest.Key()
 	for round := uint64(1); ; round++ {
 		rec := incentives.Record{Version: incentives.RecordVersion, Round: round, PrevRoot: make([]byte, 32), NewRoot: make([]byte, 32)}
-		if err := sender.Publish(ctx, p2p.KindRecords, rec.Marshal()); err != nil {
+		sr, err := incentives.SignRecord(key, s.NetworkID(), s.Run, &rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sender.Publish(ctx, p2p.KindRecords, sr.Marshal()); err != nil {
 			t.Fatal(err)
 		}
 		if receiveWithin(t, ctx, got, 100*time.Millisecond) != nil {

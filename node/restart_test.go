@@ -252,7 +252,7 @@ func checkResumeSeedsRepairWindow(t *testing.T, h configs.Home, s *configs.Spec)
 	if uint64(len(rounds)) != want || want > 0 && rounds[len(rounds)-1] != head-1 {
 		t.Fatalf("resumed at round %d (oldest checkpoint kept %d) with snapshots of rounds %v, want the last %d", head, from, rounds, want)
 	}
-	c, err := newCore(p, s, self.String(), rp.state, rp.ledger)
+	c, err := newCore(p, s, key, rp.state, rp.ledger)
 	if err != nil {
 		t.Fatal(err)
 	}

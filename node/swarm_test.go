@@ -43,11 +43,12 @@ func startSwarm(t *testing.T, ctx context.Context, n int) []*Node {
 // startSwarmAt is startSwarm, also returning the spec and the bootstrap node.
 func startSwarmAt(t *testing.T, ctx context.Context, n int) ([]*Node, *configs.Spec, *Node) {
 	t.Helper()
-	return startSwarmWith(t, ctx, n, nil)
+	return startSwarmWith(t, ctx, n, nil, nil)
 }
 
-// startSwarmWith is startSwarmAt on a spec that edit, if not nil, changes first.
-func startSwarmWith(t *testing.T, ctx context.Context, n int, edit func(*configs.Spec)) ([]*Node, *configs.Spec, *Node) {
+// startSwarmWith is startSwarmAt with the swarm's spec edited by spec and each training
+// node's options by opts (i from 0), when not nil.
+func startSwarmWith(t *testing.T, ctx context.Context, n int, spec func(*configs.Spec), opts func(i int, o *Options)) ([]*Node, *configs.Spec, *Node) {
 	t.Helper()
 	homes := make([]configs.Home, n)
 	cfgs := make([]*configs.Config, n)
@@ -65,8 +66,8 @@ func startSwarmWith(t *testing.T, ctx context.Context, n int, edit func(*configs
 		ids[i] = id.String()
 	}
 	s := swarmSpec(t, ids)
-	if edit != nil {
-		edit(s)
+	if spec != nil {
+		spec(s)
 		if err := s.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,11 @@ func startSwarmWith(t *testing.T, ctx context.Context, n int, edit func(*configs
 	nodes := make([]*Node, n)
 	for i := range nodes {
 		cfgs[i].P2P.Bootstrap = []string{maddr}
-		nodes[i] = runNode(t, ctx, Options{Home: homes[i], Config: cfgs[i], Spec: s})
+		o := Options{Home: homes[i], Config: cfgs[i], Spec: s}
+		if opts != nil {
+			opts(i, &o)
+		}
+		nodes[i] = runNode(t, ctx, o)
 	}
 	return nodes, s, boot
 }
@@ -85,7 +90,9 @@ func startSwarmWith(t *testing.T, ctx context.Context, n int, edit func(*configs
 // runNode starts a node and runs it until the test ends.
 func runNode(t *testing.T, ctx context.Context, o Options) *Node {
 	t.Helper()
-	o.Logger = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	n, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)

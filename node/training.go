@@ -21,11 +21,17 @@ import (
 )
 
 // newCore builds the node's round decisions from the network's params, at st with the
-// ledger state led of the same round.
-func newCore(p *Params, s *configs.Spec, self string, st round.State, led *incentives.State) (*core.Core, error) {
+// ledger state led of the same round; key is the node's identity, which signs its records.
+func newCore(p *Params, s *configs.Spec, key crypto.PrivKey, st round.State, led *incentives.State) (*core.Core, error) {
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	self := id.String()
 	return core.New(core.Config{
 		Self: self, Network: s.NetworkID(), Run: s.Run,
 		Round: p.RoundConfig(self, 1), Deadline: p.Deadline, Checker: p.Checker, Limits: p.Limits,
+		Identity: key, Depth: uint64(s.Agreement.RepairDepth),
 	}, st, led)
 }
 
@@ -39,14 +45,20 @@ type trainingParts struct {
 }
 
 // newTraining builds the node's training: data, trainer, evaluator, core, progress and the
-// loop, from the network's params, starting at rp (freshStart, or resume). deps are the
-// loop's edges; g the gauges progress reads (inbox depth is the loop's own).
-func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, rp resumePoint, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
+// loop, from the network's params and the node's identity key, starting at rp (freshStart,
+// or resume). deps are the loop's edges; g the gauges progress reads (inbox depth is the
+// loop's own).
+func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, key crypto.PrivKey, rp resumePoint, clk clock, deps loopDeps, g gauges, log *slog.Logger, reg prometheus.Registerer) (*trainingParts, error) {
 	st := rp.state
-	c, err := newCore(p, s, self, st, rp.ledger)
+	c, err := newCore(p, s, key, st, rp.ledger)
 	if err != nil {
 		return nil, err
 	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	self := id.String()
 	d, err := loadData(p, cfg.Training.Data, self)
 	if err != nil {
 		return nil, err
@@ -73,6 +85,9 @@ func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, self string, r
 	}
 	l = newLoop(c, clk, deps, log, prog, tr, ev)
 	l.startWait = p.Deadline.Max
+	if l.agreeMet, err = newAgreementMetrics(reg, l.Agreement); err != nil {
+		return nil, err
+	}
 	return &trainingParts{params: p, initial: st, loop: l, prog: prog}, nil
 }
 
@@ -102,6 +117,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	w := wireOf(s)
 	n.checks = newFullChecks(fullConfig{
 		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
+		Ledger:  n.ledger.state.Load,
 		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
 		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
 		Publish: publish, Metrics: met, Log: n.log,
@@ -111,7 +127,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		return fmt.Errorf("attestation producer: %w", err)
 	}
 	deps := loopDeps{
-		commit: n.commitRound, publish: publish, attest: att.attest,
+		commit: n.commitRound, repair: n.ledger.repair, publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
 		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
 	}
@@ -124,7 +140,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	if err != nil {
 		return err
 	}
-	n.train, err = newTraining(p, s, n.opts.Config, id.String(), rp, realClock{}, deps, g, n.log, reg)
+	n.train, err = newTraining(p, s, n.opts.Config, key, rp, realClock{}, deps, g, n.log, reg)
 	if err != nil {
 		return err
 	}
@@ -145,15 +161,17 @@ func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
 
 // serveFetch answers the fetch protocol from the bundle registry and the content store.
 func (n *Node) serveFetch() {
-	srv := newFetchServer(n.checks.reg, n.checks.content)
+	srv := newFetchServer(n.checks.reg, n.checks.content, n.checks.records)
 	srv.ckpts = n.ledger.st
 	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
 }
 
 // fetchWants asks the peers of the shards topic for the shard slots a round about to close
-// lacks, the slot's own peer first, off the loop's goroutine.
+// lacks, and for the shards a repair wants by CID, the slot's or entry's own peer first,
+// off the loop's goroutine.
 func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 	peers := n.host.TopicPeers(p2p.KindShards)
+	slotsFull := false
 	for _, w := range wants {
 		order := slices.Clone(peers)
 		if id, err := peer.Decode(w.Peer); err == nil {
@@ -161,9 +179,12 @@ func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 				order[0], order[i] = order[i], order[0]
 			}
 		}
-		k := slot{round: w.Round, peer: w.Peer, index: w.Index}
-		if !n.checks.wantShard(order, k) {
-			return // MaxAsync fetches in flight: the rest waits for the next round
+		switch {
+		case w.CID != nil:
+			n.checks.wantCID(repairWant{round: w.Round, cid: w.CID, peers: order})
+		case !slotsFull:
+			// With MaxAsync fetches in flight the other slots wait for the next round.
+			slotsFull = !n.checks.wantShard(order, slot{round: w.Round, peer: w.Peer, index: w.Index})
 		}
 	}
 }

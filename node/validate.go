@@ -40,12 +40,15 @@ const (
 	reasonBusy          = "busy"           // the loop's inbox or the verification slots are full
 	reasonEvidence      = "evidence"       // evidence that proves nothing
 	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
+	reasonUnstaked      = "unstaked"       // a record whose signer holds no stake: it carries no weight
+	reasonSecondRecord  = "second_record"  // another record of a signer for a round: the first counts
 )
 
 // reasons is the set of every reason.
 var reasons = []string{reasonOK, reasonSize, reasonDecode, reasonNetwork, reasonRun, reasonLate,
 	reasonReplay, reasonFuture, reasonBundleUnknown, reasonBundleInvalid, reasonSignature,
-	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence, reasonEquivocation}
+	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence, reasonEquivocation, reasonUnstaked,
+	reasonSecondRecord}
 
 // shardEnvelope bounds what a shard adds to its payload (header, signature, framing):
 // the size cap of the shards topic is the spec's shard payload limit plus this. verify's
@@ -54,8 +57,8 @@ const shardEnvelope = 4 << 10
 
 // wireCheck is one topic's check on the bytes alone, needing no model, ledger or
 // verifier: pure, cheapest check first. It returns what it decoded (a *verify.Shard,
-// *verify.Bundle, *incentives.Record or *incentives.Evidence; nil when refused), the
-// result and one of the reasons.
+// *verify.Bundle, a recordIn or an *incentives.Evidence; nil when refused), the result
+// and one of the reasons.
 type wireCheck func(data []byte) (any, p2p.Result, string)
 
 // wire holds what the wire checks compare against: the network spec's IDs and limits.
@@ -73,7 +76,7 @@ func (w wire) checks() map[string]wireCheck {
 	return map[string]wireCheck{
 		p2p.KindShards:   w.shard,
 		p2p.KindAttest:   w.bundle,
-		p2p.KindRecords:  record,
+		p2p.KindRecords:  w.record,
 		p2p.KindEvidence: w.evidence,
 	}
 }
@@ -101,18 +104,6 @@ func (w wire) bundle(data []byte) (any, p2p.Result, string) {
 		return nil, p2p.Reject, reasonDecode
 	}
 	return scoped(b)(w.scope(b.Network, b.Run))
-}
-
-// record checks a commit record. Records name no network or run: the topic does.
-func record(data []byte) (any, p2p.Result, string) {
-	if len(data) > min(p2p.MaxMessageSize, incentives.MaxRecordSize) {
-		return nil, p2p.Reject, reasonSize
-	}
-	r, err := incentives.DecodeRecord(data)
-	if err != nil {
-		return nil, p2p.Reject, reasonDecode
-	}
-	return r, p2p.Accept, reasonOK
 }
 
 func (w wire) evidence(data []byte) (any, p2p.Result, string) {
@@ -214,10 +205,13 @@ type fullConfig struct {
 	Checker *incentives.Checker
 	// EvidenceWindow is the ledger's evidence window in rounds (Params.Ledger).
 	EvidenceWindow uint64
-	Stash          *Stash
-	Content        *contentStore
-	Fetch          *fetchClient
-	// Deliver sends an event (shardIn, evidenceIn) to the loop's inbox without blocking,
+	// Ledger returns the ledger in force; records of signers without stake in it are
+	// ignored (nil: none are).
+	Ledger  func() *incentives.State
+	Stash   *Stash
+	Content *contentStore
+	Fetch   *fetchClient
+	// Deliver sends an event (shardIn, evidenceIn, recordIn) to the loop's inbox without blocking,
 	// and reports false when the inbox is full.
 	Deliver func(ev any) bool
 	// Publish publishes on a gossip topic: evidence the node makes.
@@ -243,6 +237,9 @@ type fullChecks struct {
 	reg      *registry
 	stash    *Stash
 	content  *contentStore
+	records  *recordBook
+	repairs  jobQueue // shards repairs want
+	gaps     jobQueue // records missing from a signer's rounds
 	spent    *cpuMeter
 	evidence *incentives.CheckCache
 	view     atomic.Pointer[core.View]
@@ -267,7 +264,7 @@ const maxMade = 4096
 
 // newFullChecks returns the full checks, starting at the zero view. The loop wires them
 // in: validators(wire, f.checks(), met) as the host's validators (SetValidator), the fetch
-// server newFetchServer(f.reg, f.content) on p2p.FetchProtocol, newAttestor with f.reg;
+// server newFetchServer(f.reg, f.content, f.records) on p2p.FetchProtocol, newAttestor with f.reg;
 // then f.setView after each event, f.wantShard for the slots the core wants,
 // f.verifySeconds for the status, and close at the end, which stops the fetches and
 // publications in flight.
@@ -284,7 +281,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	if cfg.MaxAsync <= 0 {
 		cfg.MaxAsync = 8
 	}
-	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, spent: &cpuMeter{},
+	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, records: newRecordBook(0), spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
 		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
@@ -302,17 +299,31 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 
 // checks returns the full check of each topic kind that has one.
 func (f *fullChecks) checks() map[string]fullCheck {
-	return map[string]fullCheck{p2p.KindShards: f.shard, p2p.KindAttest: f.bundle, p2p.KindEvidence: f.evidenceCheck}
+	return map[string]fullCheck{p2p.KindShards: f.shard, p2p.KindAttest: f.bundle, p2p.KindEvidence: f.evidenceCheck,
+		p2p.KindRecords: f.recordCheck}
 }
 
 // setView publishes the loop's view and drops what it makes useless: stashed shards of
-// closed rounds, content older than keepRounds before the first open round.
+// closed rounds; records and content of rounds older than keptFrom (peers repairing a
+// round may fetch them).
 func (f *fullChecks) setView(v core.View) {
 	f.view.Store(&v)
 	f.stash.Expire(v.NextClose)
+	from := keptFrom(v)
+	f.records.prune(from)
+	f.content.prune(from)
+}
+
+// keptFrom is the oldest round whose shards and records a node keeps to serve: twice its
+// repair depth behind its first open round, so that a peer as far behind as that depth
+// can still repair its own window from them, and at least keepRounds.
+func keptFrom(v core.View) uint64 {
+	depth := v.NextClose - min(v.RepairFrom, v.NextClose)
+	from := v.RepairFrom - min(v.RepairFrom, depth)
 	if v.NextClose > keepRounds {
-		f.content.prune(v.NextClose - keepRounds)
+		from = min(from, v.NextClose-keepRounds)
 	}
+	return from
 }
 
 // verifySeconds is the time spent verifying bundles, signatures, content and evidence.

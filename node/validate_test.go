@@ -35,7 +35,11 @@ func wireSamples(t testing.TB) (shard, bundle, record, evidence []byte, hdr veri
 		t.Fatal(err)
 	}
 	rec := incentives.Record{Version: incentives.RecordVersion, Round: 1, PrevRoot: make([]byte, 32), NewRoot: make([]byte, 32)}
-	return shard, bundle, rec.Marshal(), incentives.NewInvalidContent(bundle, s).Marshal(), s.Header
+	sr, err := incentives.SignRecord(incentivestest.Identity("peer"), testWire.network, testWire.run, &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shard, bundle, sr.Marshal(), incentives.NewInvalidContent(bundle, s).Marshal(), s.Header
 }
 
 func TestWireChecks(t *testing.T) {
@@ -73,6 +77,7 @@ func TestWireChecks(t *testing.T) {
 		{"bundle on the shards topic", p2p.KindShards, bundle, p2p.Reject, reasonDecode},
 		{"shard on the attest topic", p2p.KindAttest, shard, p2p.Reject, reasonDecode},
 		{"junk record", p2p.KindRecords, []byte{0xa0}, p2p.Reject, reasonDecode},
+		{"record over its own cap", p2p.KindRecords, make([]byte, incentives.MaxSignedRecordSize+1), p2p.Reject, reasonSize},
 		{"record on the evidence topic", p2p.KindEvidence, rec, p2p.Reject, reasonDecode},
 		{"shard of another network", p2p.KindShards, resign(func(h *verify.ShardHeader) { h.Network = "net-b" }), p2p.Reject, reasonNetwork},
 		{"shard of another run", p2p.KindShards, resign(func(h *verify.ShardHeader) { h.Run = "run-b" }), p2p.Reject, reasonRun},
@@ -83,7 +88,7 @@ func TestWireChecks(t *testing.T) {
 		}
 	}
 	other := wire{network: "net-b", run: testWire.run, maxPayload: testWire.maxPayload}
-	for kind, data := range map[string][]byte{p2p.KindAttest: bundle, p2p.KindEvidence: ev} {
+	for kind, data := range map[string][]byte{p2p.KindAttest: bundle, p2p.KindEvidence: ev, p2p.KindRecords: rec} {
 		if _, r, reason := other.checks()[kind](data); r != p2p.Reject || reason != reasonNetwork {
 			t.Errorf("%s of another network: got %v (%s)", kind, r, reason)
 		}

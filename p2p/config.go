@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +51,9 @@ type Config struct {
 	// message is handled unchecked. SetValidator replaces one later.
 	Validators map[string]Validator
 	AppScore   func(peer.ID) float64 // gossipsub application score; nil = 0; see SetAppScore
+	// Gater, if set, decides which connections the host may open and accept (tests cut
+	// a host off the network with p2ptest.Gate).
+	Gater connmgr.ConnectionGater
 
 	// StreamTimeout bounds one request/response exchange when the caller's context
 	// has no earlier deadline; 0 = 30s.

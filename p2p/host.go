@@ -188,6 +188,15 @@ func (h *Host) ConnectedPeers() []peer.ID {
 	return ids
 }
 
+// Connect connects to a peer at once, skipping the dial back-off of earlier failed
+// dials to it. It is a no-op when the host is connected to it already.
+func (h *Host) Connect(ctx context.Context, ai peer.AddrInfo) error {
+	return h.h.Connect(network.WithForceDirectDial(ctx, "connect"), ai)
+}
+
+// ClosePeer closes every connection to a peer.
+func (h *Host) ClosePeer(p peer.ID) error { return h.h.Network().ClosePeer(p) }
+
 // RoutingTableSize is the number of peers in the DHT routing table.
 func (h *Host) RoutingTableSize() int { return h.dht.RoutingTable().Size() }
 

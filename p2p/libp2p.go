@@ -51,6 +51,9 @@ func newLibp2p(cfg *Config, bw lpmetrics.Reporter) (host.Host, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.BandwidthReporter(bw),
 	}
+	if cfg.Gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(cfg.Gater))
+	}
 	if f := addrsFactory(announce, cfg.PublicOnly); f != nil {
 		opts = append(opts, libp2p.AddrsFactory(f))
 	}

@@ -81,7 +81,33 @@ func printStatus(w io.Writer, st node.Status, training []string) error {
 	if len(training) > 0 {
 		fmt.Fprintf(tw, "training\t%s\n", strings.Join(training, ", "))
 	}
+	if a := st.Agreement; a != nil {
+		fmt.Fprintf(tw, "agreement\t%s\n", agreementLine(a))
+	}
 	return tw.Flush()
+}
+
+// agreementLine is the node's agreement in a line: head and root, the canonical round
+// and root, whether this node agrees, the rounds it repaired and the shards it waits for.
+func agreementLine(a *node.AgreementStatus) string {
+	short := func(root string) string { return root[:min(len(root), 16)] }
+	parts := []string{fmt.Sprintf("head %d %s", a.Head, short(a.Root))}
+	switch {
+	case a.Canonical == "":
+		parts = append(parts, "no canonical root yet")
+	case a.Agrees:
+		parts = append(parts, fmt.Sprintf("canonical %d %s, agrees", a.CanonicalRound, short(a.Canonical)))
+	default:
+		parts = append(parts, fmt.Sprintf("canonical %d %s, differs", a.CanonicalRound, short(a.Canonical)))
+	}
+	if a.Stale {
+		parts = append(parts, "stale: a repair left the window (needs a checkpoint)")
+	}
+	parts = append(parts, fmt.Sprintf("%d rounds repaired", a.Repairs))
+	if a.Waiting > 0 {
+		parts = append(parts, fmt.Sprintf("waiting for %d shards", a.Waiting))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // trainingFirst are the training fields shown first, in this order; others follow by name.

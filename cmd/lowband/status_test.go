@@ -87,3 +87,33 @@ func TestStatusJSONUnchanged(t *testing.T) {
 		t.Errorf("status --json: exit %d\n%s\nwant\n%s", code, out, want.String())
 	}
 }
+
+// TestStatusSummaryShowsAgreement: the node's agreement is one line: head and root,
+// the canonical round and root, whether it agrees, rounds repaired, shards waited for.
+func TestStatusSummaryShowsAgreement(t *testing.T) {
+	home := t.TempDir()
+	root := strings.Repeat("ab", 32)
+	other := strings.Repeat("cd", 32)
+	fakeAPI(t, home, map[string]string{"/status": statusBody + `, "agreement": {"head": 12, "root": "` + root +
+		`", "canonical_root": "` + other + `", "canonical_round": 11, "agrees": false, "repairs": 2, "waiting": 3}}`})
+	out, stderr, code := runCLI(t, "status", "--home", home)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "agreement") {
+			line = l
+		}
+	}
+	for _, want := range []string{"head 12 abababababababab", "canonical 11 cdcdcdcdcdcdcdcd", "differs", "2 rounds repaired", "waiting for 3 shards"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("agreement line lacks %q: %q\n%s", want, line, out)
+		}
+	}
+	fakeAPI(t, home, map[string]string{"/status": statusBody + `, "agreement": {"head": 3, "root": "` + root + `", "canonical_root": "", "canonical_round": 0, "agrees": true, "repairs": 0, "waiting": 0}}`})
+	out, _, _ = runCLI(t, "status", "--home", home)
+	if !strings.Contains(out, "no canonical root yet") {
+		t.Errorf("summary before any canonical root:\n%s", out)
+	}
+}

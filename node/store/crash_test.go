@@ -103,8 +103,14 @@ func nextState(t *testing.T, st *incentives.State, fx *incentivestest.Fixture, c
 // runAndKill starts the child, kills it after d (once it has committed something or d has
 // passed) and returns the last round it reported committed (-1 for none).
 func runAndKill(t *testing.T, path string, d time.Duration) int64 {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	return killChild(t, "TestCrashChild", crashEnv, path, d)
+}
+
+// killChild runs the test child with env set to path, kills it with SIGKILL after d and
+// returns the last n of the lines "committed n" it printed (-1 for none).
+func killChild(t *testing.T, child, env, path string, d time.Duration) int64 {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

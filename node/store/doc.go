@@ -26,10 +26,21 @@
 //	checkpoint-local   round -> the node's local state kept with that checkpoint
 //	checkpoint-ids     manifest ID -> round; checkpoint-roots: state root -> round
 //	checkpoint-chunks  SHA-256 -> chunk, shared by the checkpoints that hold it
+//	states    round (8 bytes) -> the ledger state that round started from, for the last
+//	          KeptStates rounds and the head
+//	round_events  round (8 bytes), sequence (4 bytes) -> the history key of an event of
+//	          that round
 //
 // PutCheckpoint writes a checkpoint and drops all but the last N (and the chunks only they
 // used) in one transaction; DropCheckpointsAfter drops those that follow rounds closed
 // again (dropCheckpointsAfter inside a reorg's transaction).
+//
+// Reorg closes the last rounds again (a repair, when the node's rounds differ from the
+// canonical ones): in one transaction it drops the replaced rounds' records, the evidence
+// they included, their events, their stored shards and the checkpoints that followed
+// them, restores the ledger state the first of them started from, and commits the new
+// rounds with their shards. A kill during it leaves the old rounds or the new ones, never
+// a mix.
 //
 // A Store is safe for concurrent use. Open takes the file's lock: a second process opening
 // the same file waits up to the timeout and then fails with ErrLocked.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,19 +42,6 @@ func commitWithShards(t *testing.T, s *Store, fx *incentivestest.Fixture) *incen
 		t.Fatal(err)
 	}
 	return cl.Record
-}
-
-func openTestStore(t *testing.T) (*Store, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "store.db")
-	s, err := Open(path, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Init(testGenesis(t)); err != nil {
-		t.Fatal(err)
-	}
-	return s, path
 }
 
 // TestShardsCommittedAreReadBackByRoundAndPruned: the shards given with a commit are

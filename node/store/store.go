@@ -80,7 +80,7 @@ func Open(path string, timeout time.Duration) (s *Store, err error) {
 // load creates the buckets and reads the stored state, if any.
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketShards, bucketLocal}, checkpointBuckets...) {
+		for _, b := range append([][]byte{bucketMeta, bucketRecords, bucketEvidence, bucketHistory, bucketShards, bucketLocal, bucketStates, bucketRoundEvents}, checkpointBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("%w: %v", ErrCorrupt, err)
 			}
@@ -128,6 +128,9 @@ func (s *Store) Init(genesis *incentives.State) error {
 		if err := meta.Put(keyState, genesis.Marshal()); err != nil {
 			return err
 		}
+		if err := keepState(tx, genesis); err != nil {
+			return err
+		}
 		s.state = genesis
 		return nil
 	})
@@ -165,16 +168,7 @@ func (s *Store) Commit(rec *incentives.Record, next *incentives.State, events []
 		return fmt.Errorf("%w: %v", ErrConflict, err)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketRecords).Put(roundKey(rec.Round), rec.Marshal()); err != nil {
-			return err
-		}
-		for i := range rec.Evidence {
-			id := rec.Evidence[i].ID()
-			if err := tx.Bucket(bucketEvidence).Put(id[:], rec.Evidence[i].Marshal()); err != nil {
-				return err
-			}
-		}
-		if err := putEvents(tx.Bucket(bucketHistory), events); err != nil {
+		if err := writeRound(tx, Round{Record: rec, State: next, Events: events}); err != nil {
 			return err
 		}
 		if err := putShards(tx, rec.Round, shards); err != nil {
@@ -216,7 +210,9 @@ var eventEnc = func() cbor.EncMode {
 	return m
 }()
 
-func putEvents(b *bolt.Bucket, events []incentives.Event) error {
+// putEvents writes events to the history, each indexed by its round.
+func putEvents(tx *bolt.Tx, events []incentives.Event) error {
+	b := tx.Bucket(bucketHistory)
 	for i, e := range events {
 		v, err := eventEnc.Marshal(&e)
 		if err != nil {
@@ -229,6 +225,9 @@ func putEvents(b *bolt.Bucket, events []incentives.Event) error {
 		k = binary.BigEndian.AppendUint64(k, e.Round)
 		k = binary.BigEndian.AppendUint32(k, uint32(i))
 		if err := b.Put(k, v); err != nil {
+			return err
+		}
+		if err := indexEvent(tx, e.Round, i, k); err != nil {
 			return err
 		}
 	}
