@@ -24,18 +24,20 @@ var (
 	bucketRoundEvents = []byte("round_events")
 )
 
-// Round is one committed round: its record, the ledger state it leads to and the events
-// it caused.
+// Round is one committed round: its record, the ledger state it leads to, the events it
+// caused and the shards of the contributions it includes (as Commit takes them).
 type Round struct {
 	Record *incentives.Record
 	State  *incentives.State
 	Events []incentives.Event
+	Shards []Shard
 }
 
 // Reorg replaces the stored rounds from round from on by rounds, in one transaction: the
 // records, the evidence index entries and the history events of the replaced rounds are
 // dropped, the ledger state of the start of round from is restored, and rounds are
-// committed in order; rounds[0] closes round from, and the last is the new head. It
+// committed in order with their shards; the stored shards of the replaced rounds and the
+// checkpoints after round from go too; rounds[0] closes round from, and the last is the new head. It
 // returns after the transaction is on disk. The chain must hold: rounds[0] follows the
 // ledger state round from started with (kept for the last KeptStates rounds), each
 // round follows the one before, and each state is what its record leads to; otherwise
@@ -50,6 +52,11 @@ func (s *Store) Reorg(from uint64, rounds ...Round) error {
 	if len(rounds) == 0 || from > head || head-from > KeptStates {
 		return fmt.Errorf("%w: reorg from round %d with %d rounds, head at round %d (at most %d back)", ErrConflict, from, len(rounds), head, KeptStates)
 	}
+	for _, r := range rounds {
+		if err := checkShards(r.Record, r.Shards); err != nil {
+			return fmt.Errorf("%w: %v", ErrConflict, err)
+		}
+	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		base, err := stateAt(tx, from)
 		if err != nil {
@@ -62,9 +69,18 @@ func (s *Store) Reorg(from uint64, rounds ...Round) error {
 			if err := dropRound(tx, r); err != nil {
 				return err
 			}
+			if err := deleteShards(tx, r); err != nil {
+				return err
+			}
+		}
+		if err := dropCheckpointsAfter(tx, from); err != nil {
+			return err
 		}
 		for _, r := range rounds {
 			if err := writeRound(tx, r); err != nil {
+				return err
+			}
+			if err := putShards(tx, r.Record.Round, r.Shards); err != nil {
 				return err
 			}
 		}
