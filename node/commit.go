@@ -23,13 +23,16 @@ func (l *ledger) commit(c *core.Commit, shards ...store.Shard) error {
 // rp.From on by rp.Commits in one transaction (Store.Reorg), then the ledger state the
 // API and the gossipsub application score read is swapped. Called by the round loop only,
 // before the commit of the same Ready, if any.
-func (l *ledger) repair(rp *core.Repair) error {
+func (l *ledger) repair(rp *core.Repair, shards [][]store.Shard) error {
 	if len(rp.Commits) == 0 {
 		return fmt.Errorf("repairing from round %d: no rounds", rp.From)
 	}
 	rounds := make([]store.Round, len(rp.Commits))
 	for i, c := range rp.Commits {
 		rounds[i] = store.Round{Record: c.Record, State: c.State, Events: c.Events}
+		if i < len(shards) {
+			rounds[i].Shards = shards[i]
+		}
 	}
 	if err := l.st.Reorg(rp.From, rounds...); err != nil {
 		return fmt.Errorf("repairing rounds %d-%d: %w", rp.From, rp.From+uint64(len(rounds))-1, err)

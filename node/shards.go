@@ -49,3 +49,17 @@ func (n *Node) commitRound(c *core.Commit) error {
 	n.saveLocal(c.Record.Round + 1)
 	return nil
 }
+
+// repairRounds persists rounds closed again (a repair) with the shards of the
+// contributions each includes, as commitRound does, so that a restart replays the
+// repaired rounds; the checkpoints after the first of them are dropped with the old rounds.
+func (n *Node) repairRounds(rp *core.Repair) error {
+	shards := make([][]store.Shard, len(rp.Commits))
+	for i, c := range rp.Commits {
+		var missing int
+		if shards[i], missing = committedShards(c.Record, n.checks.content); missing > 0 {
+			n.log.Warn("repairing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
+		}
+	}
+	return n.ledger.repair(rp, shards)
+}

@@ -127,7 +127,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		return fmt.Errorf("attestation producer: %w", err)
 	}
 	deps := loopDeps{
-		commit: n.commitRound, repair: n.ledger.repair, publish: publish, attest: att.attest,
+		commit: n.commitRound, repair: n.repairRounds, publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
 		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
 	}
