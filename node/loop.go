@@ -32,7 +32,7 @@ const (
 type loopDeps struct {
 	// commit persists a closed round (ledger.commit).
 	commit func(*core.Commit) error
-	// repair persists closed rounds closed again (ledger.repair; nil: a repair stops the
+	// repair persists closed rounds closed again (Node.repairRounds; nil: a repair stops the
 	// loop with an error).
 	repair func(*core.Repair) error
 	// publish sends a message on the topic of kind.

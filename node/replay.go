@@ -41,6 +41,10 @@ type replayer struct {
 	cfg          round.Config
 	network, run string
 	maxPayload   int
+	// keep is how many of the last rounds replayed are kept in snaps, for a core to repair
+	// them (core.Seed); a replay starts early enough for them when a checkpoint allows.
+	keep  uint64
+	snaps []core.Snapshot
 }
 
 // newReplayer replays the rounds of the network of s; self names the node whose round
@@ -92,7 +96,20 @@ func (rp *replayer) replayOne(s roundSource, st round.State, led *incentives.Sta
 	if err != nil {
 		return st, led, err
 	}
+	rp.snapshot(core.Snapshot{Pre: st, Ledger: led, Record: rec, Contributions: contribs})
 	return next, nextLed, nil
+}
+
+// snapshot keeps sn among the last keep rounds replayed.
+func (rp *replayer) snapshot(sn core.Snapshot) {
+	if rp.keep == 0 {
+		return
+	}
+	if uint64(len(rp.snaps)) == rp.keep {
+		rp.snaps[0] = core.Snapshot{} // let its state go
+		rp.snaps = rp.snaps[1:]
+	}
+	rp.snaps = append(rp.snaps, sn)
 }
 
 // contributions reads the stored shards of rec's round and joins each contribution it
@@ -149,16 +166,19 @@ func sameCIDs(shards []*verify.Shard, listed [][]byte) error {
 }
 
 // replayStart is where a replay starts: the latest checkpoint the store keeps at or
-// before round to, else genesis (init, θ_0, and the genesis ledger from the spec).
+// before round to - keep (so that the replay passes the last keep rounds), else the
+// oldest at or before round to, else genesis (init, θ_0, and the genesis ledger from the
+// spec).
 func (rp *replayer) replayStart(s *store.Store, lim checkpoint.Limits, init round.State, to uint64) (round.State, *incentives.State, uint64, error) {
 	infos, err := s.Checkpoints()
 	if err != nil {
 		return round.State{}, nil, 0, err
 	}
-	for i := len(infos) - 1; i >= 0; i-- {
-		if infos[i].Round > to {
-			continue
-		}
+	i := latestAtOrBefore(infos, to-min(to, rp.keep))
+	if i < 0 && len(infos) > 0 && infos[0].Round <= to {
+		i = 0 // the oldest: the stored shards go back to it, not before
+	}
+	if i >= 0 {
 		c, _, err := s.LoadCheckpoint(infos[i].Round, lim)
 		if err != nil {
 			return round.State{}, nil, 0, err
@@ -167,4 +187,15 @@ func (rp *replayer) replayStart(s *store.Store, lim checkpoint.Limits, init roun
 	}
 	led, err := rp.p.GenesisState()
 	return init, led, 0, err
+}
+
+// latestAtOrBefore is the index of the latest of infos (oldest first) at or before round
+// r, or -1.
+func latestAtOrBefore(infos []store.CheckpointInfo, r uint64) int {
+	for i := len(infos) - 1; i >= 0; i-- {
+		if infos[i].Round <= r {
+			return i
+		}
+	}
+	return -1
 }

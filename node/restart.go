@@ -21,6 +21,7 @@ type resumePoint struct {
 	ledger *incentives.State
 	first  uint64
 	local  *localState
+	snaps  []core.Snapshot // the last rounds replayed, for the core to repair them (core.Seed)
 }
 
 // freshStart is the resume point of a home that never trained: θ_0 at round 0.
@@ -33,7 +34,9 @@ func freshStart(p *Params, led *incentives.State) (resumePoint, error) {
 // starts at θ_0, and notes that it trained (an empty local state in the store). Any other
 // rebuilds the state of the store's head: from the last checkpoint it keeps (or genesis),
 // each stored round is closed again from its record and shards and must give the record's
-// roots; the ledger reached must be the stored one. Its local work goes on past the rounds
+// roots; the ledger reached must be the stored one. The last repair_depth rounds replayed
+// are kept for the core to repair them (core.Seed): the replay starts from a checkpoint
+// at least that far back when the store keeps one. Its local work goes on past the rounds
 // it may have signed before it stopped (head + delay + 1), with the local state it saved
 // last, if that one restores. It logs one line.
 func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger) (resumePoint, error) {
@@ -56,6 +59,7 @@ func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger
 	if err != nil {
 		return resumePoint{}, err
 	}
+	rep.keep = repairDepth(s)
 	lim := checkpoint.Limits{Network: s.NetworkID(), Run: s.Run, Like: init.Params}
 	st, startLed, c, err := rep.replayStart(l.st, lim, init, led.Round)
 	if err != nil {
@@ -68,15 +72,23 @@ func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger
 	if !bytes.Equal(replayed.Head, led.Head) {
 		return resumePoint{}, fmt.Errorf("resuming at round %d: the replayed ledger's root %x is not the stored one %x", led.Round, replayed.Head, led.Head)
 	}
-	rp := resumePoint{state: model, ledger: led, first: led.Round + uint64(p.round.Delay) + 1}
+	rp := resumePoint{state: model, ledger: led, first: led.Round + uint64(p.round.Delay) + 1, snaps: rep.snaps}
 	if trained && len(blob) > 0 {
 		if rp.local, err = decodeLocal(blob, values(init.Params)); err != nil {
 			log.Warn("the saved local state does not decode: training on without it", "err", err)
 		}
 	}
 	log.Info(fmt.Sprintf("resumed at round %d from checkpoint %d, replayed %d rounds, in %.1f seconds", led.Round, c, led.Round-c, time.Since(began).Seconds()),
-		"round", led.Round, "checkpoint", c, "replayed", led.Round-c, "seconds", time.Since(began).Seconds(), "first_local_round", rp.first)
+		"round", led.Round, "checkpoint", c, "replayed", led.Round-c, "seconds", time.Since(began).Seconds(), "first_local_round", rp.first, "repairable", len(rp.snaps))
 	return rp, nil
+}
+
+// repairDepth is how many closed rounds stay open to repair on the network of s.
+func repairDepth(s *configs.Spec) uint64 {
+	if d := uint64(s.Agreement.RepairDepth); d > 0 {
+		return d
+	}
+	return core.DefaultDepth
 }
 
 // values is the number of values in ts.
@@ -132,10 +144,13 @@ func (n *Node) pruneShards() error {
 	return n.ledger.st.PruneShards(kept[0].Round)
 }
 
-// restoreLocal gives the core and the trainer what rp says: local work from rp.first on,
-// and the local state, which is dropped with a warning if it does not restore (it is the
+// restoreLocal gives the core and the trainer what rp says: the rounds replayed last, to
+// repair them, local work from rp.first on, and the local state, which is dropped with a warning if it does not restore (it is the
 // node's own; training goes on without it).
 func restoreLocal(rp resumePoint, c *core.Core, tr *trainer, h int, log *slog.Logger) error {
+	if err := c.Seed(rp.snaps); err != nil { // the replay checked them: not expected
+		log.Warn("the rounds replayed do not seed the core: it cannot repair them", "err", err)
+	}
 	var ml *round.LocalState
 	if rp.local != nil && rp.local.Round <= rp.state.Round {
 		ml = &rp.local.Machine

@@ -172,6 +172,7 @@ func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 	}
 
 	checkTamperedHomesRefused(t, ctx, rs.homes[last], rs.cfgs[last], rs.spec)
+	checkResumeSeedsRepairWindow(t, rs.homes[last], rs.spec)
 
 	n, next, root := rs.startLast(t, ctx)
 	if next != led.Round || root != roots[led.Round-1] {
@@ -210,4 +211,52 @@ func storedRoots2(t *testing.T, n *Node) ([]string, uint64) {
 		t.Fatal(err)
 	}
 	return roots, n.ledger.state.Load().Round
+}
+
+// checkResumeSeedsRepairWindow: resuming on a copy of a stopped node's home replays far
+// enough back (from an older checkpoint when the latest is too recent) to hand the core
+// the last repair_depth rounds before its head, which it takes (core.Seed).
+func checkResumeSeedsRepairWindow(t *testing.T, h configs.Home, s *configs.Spec) {
+	t.Helper()
+	l, err := openLedger(copyHome(t, h), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	p, err := NewParams(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := h.LoadIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := peer.IDFromPrivateKey(key)
+	rp, err := resume(p, s, self.String(), l, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := l.st.Checkpoints()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, from := rp.state.Round, uint64(0) // the stored shards go back to the oldest checkpoint kept
+	if len(kept) > 0 {
+		from = kept[0].Round
+	}
+	want := min(repairDepth(s), head-from)
+	var rounds []uint64
+	for _, sn := range rp.snaps {
+		rounds = append(rounds, sn.Pre.Round)
+	}
+	if uint64(len(rounds)) != want || want > 0 && rounds[len(rounds)-1] != head-1 {
+		t.Fatalf("resumed at round %d (oldest checkpoint kept %d) with snapshots of rounds %v, want the last %d", head, from, rounds, want)
+	}
+	c, err := newCore(p, s, key, rp.state, rp.ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Seed(rp.snaps); err != nil {
+		t.Fatalf("the core refuses the replay's snapshots: %v", err)
+	}
 }

@@ -51,8 +51,10 @@ type held struct {
 // attested key of the header's peer, content) with its signer's marshalled bundle.
 //
 // Shards are held per (round, peer) by index. A shard of a closed round inside the repair
-// window is taken only when a pending repair wants its payload CID (see Record); other
-// shards for closed rounds, for a round past View's window, of this node, or of a new peer
+// window is taken only when a pending repair wants its payload CID (see Record), this
+// node's own included (a restarted node closes the rounds it skips without the shards it
+// signed before it stopped, which its peers included); other shards for closed rounds,
+// for a round past View's window, of this node, or of a new peer
 // without voting power when incentives.MaxContributions peers already sent shards for the
 // round, are ignored. A second, different shard for a slot
 // already held is equivocation: the evidence is published once and kept for the next
@@ -65,8 +67,8 @@ func (c *Core) Shard(now time.Time, s *verify.Shard, bundle []byte) (Ready, erro
 	}
 	h := &s.Header
 	r := h.Round
-	if r < c.nextClose && r >= c.repairFrom() && h.Peer != c.cfg.Self {
-		return c.repairShard(s)
+	if r < c.nextClose && r >= c.repairFrom() {
+		return c.repairShard(s) // this node's own too: a restart closed them without it
 	}
 	if r < c.nextClose || r > c.nextLocal+c.cfg.Round.Window || h.Peer == c.cfg.Self {
 		return Ready{}, nil

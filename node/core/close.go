@@ -12,7 +12,11 @@ import (
 )
 
 // tryClose closes the next round when the machine and the deadline allow it, adding to rd.
-// At most one round closes per event (a Ready holds one commit); Tick closes the next.
+// At most one round closes per event (a Ready holds one commit); Tick closes the next. A
+// round this node has no contribution for (skipped on a restart, or after Finish) closes
+// on the other contributors' stake alone: its own is not expected, so the round closes
+// once every other staked contribution is in, or by the adaptive deadline with a quorum
+// of the others' stake.
 func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 	r, ok := c.m.Closable()
 	if !ok {
@@ -31,6 +35,9 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 		start = o.done
 	}
 	received, total := c.stake(r)
+	if c.own[r] == nil { // no work of its own for r: what it waits for is the others' stake
+		total -= min(total, c.ledger.Power(c.cfg.Self))
+	}
 	if !c.deadline.Closable(now, start, received, total, total > 0 && received == total) {
 		if !ri.fetched {
 			ri.fetched = true

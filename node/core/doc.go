@@ -21,7 +21,8 @@
 // Shards: see Core.Shard for what is held and what is ignored. A round closes when the
 // machine allows it (with the one-step delay, after the next round's local work) and the
 // Deadline does: received stake is the voting power of the peers whose contribution is
-// complete, this node's included; a peer's arrival delay is the arrival of its last shard
+// complete, this node's included (a round it has no contribution for, skipped on a
+// restart or after Finish, waits only for the others' stake); a peer's arrival delay is the arrival of its last shard
 // minus this node's own LocalDone for that round (0 when earlier). Weights come from the
 // ledger in force when the round closes: a staked peer not jailed 1, an unstaked one the
 // network's unstaked weight (left out at 0), a jailed one (this node too) left out; past
@@ -45,6 +46,16 @@
 // Ready.Repair; when it lacks a listed contribution it returns Ready.Fetch by CID and
 // repairs once Shard brings them. A round that closes after records for it arrived is
 // settled at once. Agreement reports where the node stands.
+//
+// A Core that New makes on a restart holds no closed round; Seed gives it the snapshots of
+// the last Depth rounds before its state, which the restart's replay rebuilt from the
+// stored records and shards, so that it repairs those rounds as a Core that never stopped
+// would:
+//
+//	c, _ := core.New(cfg, head, ledger)
+//	_ = c.Seed(snapshots)               // oldest first, ending at the round before head
+//	_ = c.Resume(first, local)          // past the rounds it may have signed
+//	rd, _ := c.Start(now)
 //
 // # Deadline
 //

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -51,4 +52,99 @@ func TestResumedCoreSignsNoShardOfTheRoundsItSkips(t *testing.T) {
 			t.Errorf("round %d: d included %v", sum.Round, in)
 		}
 	}
+}
+
+// restart replaces node name's core by the one a restart on its home makes: New at its
+// head (the state and ledger of its last committed round), Resume past the rounds it may
+// have signed shards for (head + delay + 1). The others' shards of the open rounds come to
+// it again, as gossip and fetches bring them to a restarted node.
+func (s *swarm) restart(name string) *node {
+	s.t.Helper()
+	n := s.node(name)
+	st := n.core.State()
+	n.core, n.train = s.newCore(name, st, n.core.Ledger()), nil
+	if err := n.core.Resume(st.Round+2, nil); err != nil {
+		s.t.Fatal(err)
+	}
+	rd, err := n.core.Start(s.now)
+	s.handle(n, rd, err)
+	for _, from := range s.nodes {
+		for _, data := range s.shards[from.id] {
+			sh, err := verify.UnmarshalShard(data, maxPayload)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			if from != n && sh.Header.Round >= st.Round {
+				s.send(delivery{from: from, to: n, msg: core.Message{Kind: core.KindShards, Data: data}})
+			}
+		}
+	}
+	return n
+}
+
+// TestRestartedCoreClosesSkippedRoundsWithoutWaitingForItself: a staked node restarted
+// at its head closes the rounds it skips as soon as every other staked contribution is
+// in, not at deadline_max: it expects no contribution of its own there.
+func TestRestartedCoreClosesSkippedRoundsWithoutWaitingForItself(t *testing.T) {
+	s := newSwarm(t, 2, ledgerParams(), four, []uint64{100, 100, 100, 100})
+	s.start()
+	for range 4 {
+		s.step(everyone)
+	}
+	head, before := s.node("d").core.State().Round, len(s.node("d").sums)
+	d := s.restart("d")
+	for range 3 {
+		s.step(everyone)
+	}
+	var closed []uint64
+	for _, sum := range d.sums[before:] {
+		closed = append(closed, sum.Round)
+	}
+	if !slices.Contains(closed, head) || !slices.Contains(closed, head+1) {
+		t.Fatalf("restarted at round %d, d closed rounds %v within 3 s of its restart (deadline_max %v): it waits for itself", head, closed, deadlineConfig.Max)
+	}
+}
+
+// TestRestartedCoreTakesBackItsOwnContributionOfSkippedRounds: the others included the
+// contributions a node signed before it stopped; restarted, it closed those rounds without
+// them, and its peers' records make it fetch its own shards by CID and repair: it holds
+// their root again within two rounds.
+func TestRestartedCoreTakesBackItsOwnContributionOfSkippedRounds(t *testing.T) {
+	s := newSwarm(t, 2, ledgerParams(), four, []uint64{100, 100, 100, 100})
+	s.start()
+	for range 4 {
+		s.step(everyone)
+	}
+	d := s.restart("d")
+	for range 12 { // the others close the first round d skipped without signing at their adaptive deadline
+		s.step(everyone)
+	}
+	if len(d.repairs) == 0 {
+		t.Fatalf("d made no repair; it asked for %d CIDs", len(d.cidFetch))
+	}
+	a := s.node("a")
+	da, aa := committed(d), committed(a)
+	for r, root := range aa {
+		if got, ok := da[r]; ok && got != root {
+			t.Errorf("round %d: d holds root %x, a %x", r, got[:4], root[:4])
+		}
+	}
+	if ag := d.core.Agreement(); !ag.Agrees || ag.Waiting != 0 {
+		t.Fatalf("d: agrees %v, waiting for %d CIDs", ag.Agrees, ag.Waiting)
+	}
+}
+
+// committed is the state root n holds for each round it closed: as closed, then as
+// repaired.
+func committed(n *node) map[uint64][32]byte {
+	out := map[uint64][32]byte{}
+	for _, sum := range n.sums {
+		out[sum.Round] = sum.StateRoot
+	}
+	for _, rp := range n.repairs {
+		for _, c := range rp.Commits {
+			out[c.Record.Round] = [32]byte(c.Record.NewRoot)
+		}
+	}
+	return out
 }

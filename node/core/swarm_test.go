@@ -73,9 +73,9 @@ type node struct {
 	fetch    []core.Want
 	silent   bool // publishes nothing
 	repairs  []*core.Repair
-	commits  []*core.Commit
-	refused  int           // records Record refused
-	cidFetch [][]core.Want // each Fetch by CID
+	commits  []*core.Commit // as closed (repairs apart)
+	refused  int            // records Record refused
+	cidFetch [][]core.Want  // each Fetch by CID
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
 }
@@ -128,18 +128,24 @@ func newSwarmWith(t *testing.T, seed uint64, params incentives.Params, names []s
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := incentivestest.PeerID(n)
-		c, err := core.New(core.Config{
-			Self: id, Network: testNetwork, Run: testRun, Round: roundConfig(id), Deadline: deadlineConfig,
-			Checker: s.fx.Checker(), Limits: compress.DefaultLimits, Identity: incentivestest.Identity(n),
-		}, round.State{Params: theta0()}, ledger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.setSigner(c, n)
-		s.nodes = append(s.nodes, &node{name: n, id: id, core: c})
+		s.nodes = append(s.nodes, &node{name: n, id: incentivestest.PeerID(n), core: s.newCore(n, round.State{Params: theta0()}, ledger)})
 	}
 	return s
+}
+
+// newCore is the Core of the node name at st and ledger, with its signer set.
+func (s *swarm) newCore(name string, st round.State, ledger *incentives.State) *core.Core {
+	s.t.Helper()
+	id := incentivestest.PeerID(name)
+	c, err := core.New(core.Config{
+		Self: id, Network: testNetwork, Run: testRun, Round: roundConfig(id), Deadline: deadlineConfig,
+		Checker: s.fx.Checker(), Limits: compress.DefaultLimits, Identity: incentivestest.Identity(name),
+	}, st, ledger)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.setSigner(c, name)
+	return c
 }
 
 func (s *swarm) setSigner(c *core.Core, name string) {

@@ -38,7 +38,8 @@ type Round struct {
 // Reorg replaces the stored rounds from round from on by rounds, in one transaction: the
 // records, the evidence index entries and the history events of the replaced rounds are
 // dropped, the ledger state of the start of round from is restored, and rounds are
-// committed in order; rounds[0] closes round from, and the last is the new head. It
+// committed in order with their shards; the stored shards of the replaced rounds and the
+// checkpoints after round from go too; rounds[0] closes round from, and the last is the new head. It
 // returns after the transaction is on disk. The chain must hold: rounds[0] follows the
 // ledger state round from started with (kept for the last KeptStates rounds), each
 // round follows the one before, and each state is what its record leads to; otherwise

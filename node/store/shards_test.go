@@ -174,3 +174,38 @@ func FuzzParseShardKey(f *testing.F) {
 		}
 	})
 }
+
+// TestReorgReplacesTheStoredShards: the rounds a reorg closes again keep the shards given
+// with them, not the replaced rounds', so that a restart replays the repaired rounds; the
+// rounds before it keep theirs, and the checkpoints after its first round go.
+func TestReorgReplacesTheStoredShards(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	s, _ := openTestStore(t)
+	defer s.Close()
+	old := buildChain(t, fx, testGenesis(t), 4, 0)
+	for _, r := range old.rounds {
+		if err := s.Commit(r.Record, r.State, r.Events, shardsOf(r.Record)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putCkpt(t, s, testCheckpoint(t, 3, 0), []byte("local"), 3)
+	repl := buildChain(t, fx, old.rounds[1].State, 2, 1)
+	for i := range repl.rounds {
+		repl.rounds[i].Shards = shardsOf(repl.rounds[i].Record)
+	}
+	if err := s.Reorg(2, repl.rounds...); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(old.rounds[:2:2], repl.rounds...) {
+		got, err := s.Shards(r.Record.Round)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkShards(r.Record, got); err != nil || len(got) != len(shardsOf(r.Record)) {
+			t.Fatalf("round %d: %d shards stored (%v), the record lists %d", r.Record.Round, len(got), err, len(shardsOf(r.Record)))
+		}
+	}
+	if kept, err := s.Checkpoints(); err != nil || len(kept) != 0 {
+		t.Fatalf("checkpoints after the reorg's first round: %v (%v), want none", kept, err)
+	}
+}

@@ -1,0 +1,111 @@
+package core
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/training/round"
+)
+
+// ErrSeed is returned (wrapped) by Seed for snapshots it cannot use.
+var ErrSeed = errors.New("core: snapshots do not lead to the core's state")
+
+// Snapshot is one closed round as a restart rebuilds it from the store: what closing the
+// round again needs.
+type Snapshot struct {
+	Pre    round.State        // the model state before the close; Pre.Round is the round
+	Ledger *incentives.State  // the ledger in force at its start (Ledger.Round == Pre.Round)
+	Record *incentives.Record // the round's committed record
+	// Contributions are the ones Record lists, joined from their stored shards
+	// (JoinShards), this node's own included. An entry without one here is fetched by CID
+	// when a repair needs it.
+	Contributions []round.Contribution
+}
+
+// Seed gives a Core that New made on a restart the rounds closed just before its state,
+// oldest first, so that it can repair them as a Core that never stopped would: each
+// becomes a closed round open to repair, with the record as this node's vote (signed
+// again with the identity, the same bytes when the record is the one it published). Only
+// the last Depth are kept. The snapshots must be consecutive rounds ending at the round
+// before New's state, chained by their records' roots up to the ledger's head, each
+// ledger at its round, each contribution one its record lists; Seed must come before any
+// event. It keeps the snapshots' states, ledgers and contributions (the caller must not
+// modify them). On an error nothing changes.
+func (c *Core) Seed(snaps []Snapshot) error {
+	if len(c.agree.closed) > 0 || len(c.rounds) > 0 || len(c.own) > 0 {
+		return fmt.Errorf("%w: seeded after events", ErrSeed)
+	}
+	if n := uint64(len(snaps)); n > c.cfg.Depth {
+		snaps = snaps[n-c.cfg.Depth:]
+	}
+	if uint64(len(snaps)) > c.nextClose {
+		return fmt.Errorf("%w: %d rounds before round %d", ErrSeed, len(snaps), c.nextClose)
+	}
+	closed := make(map[uint64]*closedRound, len(snaps))
+	next, like := c.nextClose-uint64(len(snaps)), c.m.State()
+	for i := range snaps {
+		cr, err := c.seedRound(&snaps[i], next+uint64(i), like)
+		if err != nil {
+			return err
+		}
+		closed[next+uint64(i)] = cr
+	}
+	if len(snaps) > 0 && !bytes.Equal(snaps[len(snaps)-1].Record.NewRoot, c.ledger.Head) {
+		return fmt.Errorf("%w: the last record's root is not the ledger's head", ErrSeed)
+	}
+	for r, cr := range closed {
+		c.agree.closed[r] = cr
+		c.agree.votes[r] = map[string]*incentives.Record{c.cfg.Self: cr.record}
+	}
+	return nil
+}
+
+// seedRound checks one snapshot of round r and makes its closed round.
+func (c *Core) seedRound(s *Snapshot, r uint64, like round.State) (*closedRound, error) {
+	rec := s.Record
+	switch {
+	case s.Ledger == nil || rec == nil:
+		return nil, fmt.Errorf("%w: round %d: no ledger or record", ErrSeed, r)
+	case s.Pre.Round != r || s.Ledger.Round != r || rec.Round != r:
+		return nil, fmt.Errorf("%w: round %d: state of %d, ledger of %d, record of %d", ErrSeed, r, s.Pre.Round, s.Ledger.Round, rec.Round)
+	case !bytes.Equal(rec.PrevRoot, s.Ledger.Head):
+		return nil, fmt.Errorf("%w: round %d: the record does not follow the ledger", ErrSeed, r)
+	}
+	if !sameLayout(s.Pre, like) {
+		return nil, fmt.Errorf("%w: round %d: the state is not of the model's tensors", ErrSeed, r)
+	}
+	vote, err := c.recordMessage(rec)
+	if err != nil {
+		return nil, err
+	}
+	cr := &closedRound{pre: s.Pre, ledger: s.Ledger, held: map[string]*heldContribution{}, record: rec, own: rec, vote: vote,
+		basis: fingerprint(rec.Contributions, rec.Evidence)}
+	for _, ct := range s.Contributions {
+		i := slices.IndexFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == ct.Peer })
+		if ct.Round != r || ct.Msg == nil || i < 0 {
+			return nil, fmt.Errorf("%w: round %d: a contribution of %s the record does not list", ErrSeed, r, ct.Peer)
+		}
+		cr.hold(&heldContribution{peer: ct.Peer, cids: rec.Contributions[i].Shards, msg: ct.Msg})
+	}
+	return cr, nil
+}
+
+// sameLayout reports whether st has like's tensors (names, shapes, sizes) and a momentum
+// of θ's size or none.
+func sameLayout(st, like round.State) bool {
+	if len(st.Params) != len(like.Params) {
+		return false
+	}
+	n := 0
+	for i, t := range st.Params {
+		w := like.Params[i]
+		if t.Name != w.Name || !slices.Equal(t.Shape, w.Shape) || len(t.Data) != len(w.Data) {
+			return false
+		}
+		n += len(t.Data)
+	}
+	return st.Momentum == nil || len(st.Momentum) == n
+}
