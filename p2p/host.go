@@ -67,7 +67,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	lh := cfg.Libp2p
 	if lh == nil {
 		var err error
-		if lh, err = newLibp2p(&cfg, bw.c); err != nil {
+		if lh, err = newLibp2p(&cfg, bw); err != nil {
 			return nil, err
 		}
 	}

@@ -69,7 +69,7 @@ func TestGossipFlowsThroughRelayBeyondDefaultLimits(t *testing.T) {
 	if !pollUntil(ctx, func() bool {
 		in = 0
 		for _, p := range []protocol.ID{proto.ProtoIDv2Hop, proto.ProtoIDv2Stop} {
-			in += relay.bw.c.GetBandwidthForProtocol(p).TotalIn
+			in += relay.bw.GetBandwidthForProtocol(p).TotalIn
 		}
 		return in >= min
 	}) {
