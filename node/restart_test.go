@@ -179,8 +179,11 @@ func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 		t.Fatalf("resumed at round %d with state root %s, want round %d with %s", next, root, led.Round, roots[led.Round-1])
 	}
 	after := closedRounds(t, ctx, n, 3)
+	// From round next+2 the node trains again. Before it, it signs nothing new (core's
+	// TestResumedCoreSignsNoShardOfTheRoundsItSkips), but what it signed before it stopped
+	// may be included: its peers hold it, and a repair takes it back.
 	for _, r := range after.Rounds[:3] {
-		if own := slices.Contains(r.Included, n.ID().String()); own != (r.Round >= next+2) {
+		if own := slices.Contains(r.Included, n.ID().String()); r.Round >= next+2 && !own {
 			t.Errorf("round %d after the restart at %d: own contribution included %v", r.Round, next, own)
 		}
 	}
