@@ -133,6 +133,7 @@ func TestSwarmUnderAttackEquivocateAndSignFlip(t *testing.T) {
 			}
 		}
 	}
+	hr = settled(ctx, honest, advSwarmRounds)
 	checkOneRoot(t, honest, hr)
 	for i, n := range honest {
 		first, last := *n.trainingStatus().InitialLoss, *hr[i][len(hr[i])-1].Loss
@@ -170,6 +171,25 @@ func checkPenalties(t *testing.T, n *Node, offender string, may []string) (offen
 		t.Errorf("%s: offender penalised in round %d for %v: more than 2 rounds after", n.ID(), events[i].Round, events[i].Offence)
 	}
 	return events[i].Offence.Round, events[i].Round
+}
+
+// settled waits, at most until ctx ends, for the nodes to hold one state root for the last
+// of rounds (a node repairs a round once the records of its peers reach it, within a round
+// of its close) and returns their rounds as they are then.
+func settled(ctx context.Context, nodes []*Node, rounds int) [][]RoundStatus {
+	out := make([][]RoundStatus, len(nodes))
+	p2ptest.Poll(ctx, "one root", 50*time.Millisecond, func() bool {
+		for i, n := range nodes {
+			out[i] = n.trainingStatus().Rounds[:rounds]
+		}
+		for i := range out {
+			if out[i][rounds-1].StateRoot != out[0][rounds-1].StateRoot {
+				return false
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // checkOneRoot fails unless the nodes hold one state root and one ledger root after the
