@@ -2,13 +2,10 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
@@ -26,37 +23,12 @@ const advSwarmRounds = 10
 // until then, as long as it is not jailed.
 func startAdvSwarm(t *testing.T, ctx context.Context, kinds []string, agg configs.AggregationSpec) []*Node {
 	t.Helper()
-	homes := make([]configs.Home, len(kinds))
-	cfgs := make([]*configs.Config, len(kinds))
-	ids := make([]string, len(kinds))
-	for i := range homes {
-		homes[i], cfgs[i], _ = newHome(t)
-		key, err := homes[i].LoadIdentity()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := peer.IDFromPrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id.String()
-	}
-	s := swarmSpec(t, ids)
-	s.Testing.AllowAdversaries = true
-	s.Round = configs.RoundSpec{DeadlineMin: 10, DeadlineMax: 20}
-	s.Training.Aggregation = agg
-	s.Incentives.JailRounds = 1000 // an offender stays out for the whole run
-	if err := s.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	bh, bc, _ := newHome(t)
-	boot := runNode(t, ctx, Options{Home: bh, Config: bc, Spec: s, Role: configs.RoleBootstrap})
-	maddr := fmt.Sprintf("%s/p2p/%s", boot.host.Addrs()[0], boot.ID())
-	nodes := make([]*Node, len(kinds))
-	for i := range nodes {
-		cfgs[i].P2P.Bootstrap = []string{maddr}
-		nodes[i] = runNode(t, ctx, Options{Home: homes[i], Config: cfgs[i], Spec: s, Adversary: kinds[i]})
-	}
+	nodes, _, _ := startSwarmWith(t, ctx, len(kinds), func(s *configs.Spec) {
+		s.Testing.AllowAdversaries = true
+		s.Round = configs.RoundSpec{DeadlineMin: 10, DeadlineMax: 20}
+		s.Training.Aggregation = agg
+		s.Incentives.JailRounds = 1000 // an offender stays out for the whole run
+	}, func(i int, o *Options) { o.Adversary = kinds[i] })
 	return nodes
 }
 
