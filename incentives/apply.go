@@ -150,7 +150,7 @@ func (s *State) penalise(r *Record, chk EvidenceChecker) ([]Event, error) {
 			continue
 		}
 		s.Seen = slices.Insert(s.Seen, j, off)
-		ev.Kind, ev.Amount = EventPenalty, s.slash(off.Peer, s.Params.Penalties[off.Kind], r.Round)
+		ev.Kind, ev.Amount = EventPenalty, s.slash(off.Peer, s.Params.penalty(off.Kind), r.Round)
 		events = append(events, ev)
 	}
 	return events, nil

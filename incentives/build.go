@@ -138,7 +138,7 @@ func (s *State) prioritise(cands []candidate) {
 		rank[i] = seen[c.off.Peer]
 		seen[c.off.Peer]++
 		a := s.Account(c.off.Peer)
-		risk[i] = min(addSat(a.Stake, a.Balance), s.Params.Penalties[c.off.Kind])
+		risk[i] = min(addSat(a.Stake, a.Balance), s.Params.penalty(c.off.Kind))
 		cands[i].order = i
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int {

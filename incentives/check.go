@@ -58,6 +58,9 @@ func (c *Checker) Check(e *Evidence) (Offence, error) {
 	if err := e.checkShape(); err != nil {
 		return Offence{}, err
 	}
+	if e.Kind == KindRecordEquivocation {
+		return c.checkRecordEquivocation(e) // signed by identities: no attestation
+	}
 	if c.EpochTime == nil {
 		return Offence{}, ErrNoEpochTime // every kind rests on a verified bundle
 	}

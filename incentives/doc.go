@@ -10,8 +10,14 @@
 //     signed by a key that the peer attested in an identity-signed bundle: the same key or
 //     two; a header signed twice is one header), invalid attestation (a shard header signed under a bundle that
 //     fails the policy in a provable way, see ProvableClasses) and invalid content (a signed
-//     shard, attested by a valid bundle, whose payload fails the content checks). Its ID is
-//     the hash of its canonical encoding.
+//     shard, attested by a valid bundle, whose payload fails the content checks) and
+//     record equivocation (one signer's identity signatures over two different record
+//     digests for one round: a vote cast twice, proved in a few hundred bytes whatever the
+//     records' size; it takes the equivocation penalty). Its ID is the hash of its
+//     canonical encoding.
+//   - SignedRecord: a commit record as a node publishes it, signed by its identity over a
+//     domain tag, network, run, signer, round and the SHA-256 of the record bytes
+//     (VoteMessage), so that two of its signatures prove a double vote on their own.
 //   - Record: the commit record of one closed round: round, previous root, inclusion list
 //     (contributions and evidence), model root, new root. Records chain by root.
 //   - State: the ledger. State.Root hashes its one canonical encoding.

@@ -28,10 +28,16 @@ const (
 	// KindInvalidContent: a signed shard, attested by a valid bundle, whose payload fails
 	// the deterministic content checks.
 	KindInvalidContent Kind = 3
-	numKinds                = 4
+	// KindRecordEquivocation: two different commit records of one signer for one round,
+	// each signed by the signer's identity (a vote cast twice). It takes the penalty of
+	// KindEquivocation.
+	KindRecordEquivocation Kind = 4
+	numKinds                    = 5
+	// numPenalties is the length of Params.Penalties: the kinds with a penalty of their own.
+	numPenalties = 4
 )
 
-var kindNames = [numKinds]string{"", "equivocation", "invalid_attestation", "invalid_content"}
+var kindNames = [numKinds]string{"", "equivocation", "invalid_attestation", "invalid_content", "record_equivocation"}
 
 func (k Kind) String() string {
 	if k == 0 || int(k) >= numKinds {
@@ -66,6 +72,9 @@ type SignedHeader struct {
 //     speaks for it. Payload empty.
 //   - InvalidAttestation: Bundle and one Header; Payload empty.
 //   - InvalidContent: Bundle, one Header and the shard's Payload.
+//   - RecordEquivocation: a DoubleVote (one signer's signatures over two record digests
+//     for one round, sorted by digest); no bundle, header or payload (see
+//     record_equivocation.go).
 type Evidence struct {
 	Version uint8          `cbor:"1,keyasint"`
 	Kind    Kind           `cbor:"2,keyasint"`
@@ -73,6 +82,9 @@ type Evidence struct {
 	Headers []SignedHeader `cbor:"4,keyasint"`
 	Payload []byte         `cbor:"5,keyasint"`
 	Bundle2 []byte         `cbor:"6,keyasint,omitempty"` // equivocation only; see above
+	// Key 7 held whole signed records in record equivocation evidence (signed record
+	// version 1); it is no longer read.
+	DoubleVote *DoubleVote `cbor:"8,keyasint,omitempty"` // record equivocation only
 }
 
 // ID names evidence: SHA-256 over a domain tag and the canonical encoding.
@@ -154,12 +166,16 @@ func (e *Evidence) checkShape() error {
 	case KindEquivocation:
 		want = 2
 	case KindInvalidAttestation, KindInvalidContent:
+	case KindRecordEquivocation:
+		return e.checkDoubleVoteShape()
 	default:
 		return fmt.Errorf("%w: unknown evidence kind %d", ErrMalformed, e.Kind)
 	}
 	switch {
 	case e.Version != EvidenceVersion:
 		return fmt.Errorf("%w: evidence version %d, this build reads %d", ErrMalformed, e.Version, EvidenceVersion)
+	case e.DoubleVote != nil:
+		return fmt.Errorf("%w: %s evidence with a double vote", ErrMalformed, e.Kind)
 	case len(e.Headers) != want:
 		return fmt.Errorf("%w: %s evidence has %d headers, want %d", ErrMalformed, e.Kind, len(e.Headers), want)
 	case len(e.Bundle) == 0 || len(e.Bundle) > verify.MaxBundleSize:

@@ -9,13 +9,15 @@ import (
 	"github.com/lowband/lowband/verify"
 )
 
-func seedEvidence() [][]byte {
+func seedEvidence(tb testing.TB) [][]byte {
 	fx := incentivestest.New("testnet", "run-1")
 	return [][]byte{
 		fx.Equivocation("B", 3, 1, "x").Marshal(),
 		fx.InvalidAttestation("C", 2, verify.ClassMeasurementNotAllowed).Marshal(),
 		fx.InvalidContent("D", 1, 0).Marshal(),
 		twoBundleEquivocation(fx).Marshal(),
+		recordEquivocation(tb, signedVote(tb, "B", "testnet", "run-1", 2, "A"), signedVote(tb, "B", "testnet", "run-1", 2, "C")).Marshal(),
+		recordEquivocation(tb, signedVote(tb, "B", "testnet", "run-2", 2, "A"), signedVote(tb, "B", "testnet", "run-2", 2, "C")).Marshal(),
 	}
 }
 
@@ -45,7 +47,7 @@ func seedRecord(t testing.TB) []byte {
 // FuzzDecodeEvidence: the decoder never panics, and what it accepts re-encodes to the
 // same bytes (one encoding, one ID).
 func FuzzDecodeEvidence(f *testing.F) {
-	for _, s := range seedEvidence() {
+	for _, s := range seedEvidence(f) {
 		f.Add(s)
 	}
 	f.Add([]byte{0xa0})
@@ -57,8 +59,10 @@ func FuzzDecodeEvidence(f *testing.F) {
 		if !bytes.Equal(e.Marshal(), data) {
 			t.Fatalf("accepted a non-canonical encoding")
 		}
-		// Checking must not panic either, whatever it decides.
+		// Checking and reading the claimed offence must not panic either, whatever they
+		// decide.
 		_, _ = incentivestest.New("testnet", "run-1").Checker().Check(e)
+		_, _ = e.Claim()
 	})
 }
 
@@ -85,7 +89,7 @@ func FuzzDecodeRecord(f *testing.F) {
 
 // TestDecodeRoundTrip: what the package encodes, it decodes to an equal value; limits hold.
 func TestDecodeRoundTrip(t *testing.T) {
-	for _, s := range seedEvidence() {
+	for _, s := range seedEvidence(t) {
 		e, err := incentives.DecodeEvidence(s)
 		if err != nil || !bytes.Equal(e.Marshal(), s) {
 			t.Fatalf("evidence round trip: %v", err)

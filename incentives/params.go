@@ -21,8 +21,9 @@ type Params struct {
 	MinStake uint64 `cbor:"1,keyasint"`
 	// Reward is credited per included contribution of a fully staked peer.
 	Reward uint64 `cbor:"2,keyasint"`
-	// Penalties is indexed by Kind (index 0 unused).
-	Penalties [numKinds]uint64 `cbor:"3,keyasint"`
+	// Penalties is indexed by Kind (index 0 unused); KindRecordEquivocation takes
+	// KindEquivocation's (see penalty).
+	Penalties [numPenalties]uint64 `cbor:"3,keyasint"`
 	// JailRounds is how many rounds after the record that includes its evidence an
 	// offender stays jailed.
 	JailRounds uint64 `cbor:"4,keyasint"`
@@ -31,6 +32,18 @@ type Params struct {
 	// EvidenceWindow: evidence about round o is accepted in the record of round r only if
 	// o <= r <= o+EvidenceWindow.
 	EvidenceWindow uint64 `cbor:"6,keyasint"`
+}
+
+// penalty is what an offence of kind k takes: a vote cast twice is punished as a shard
+// signed twice.
+func (p *Params) penalty(k Kind) uint64 {
+	if k == KindRecordEquivocation {
+		k = KindEquivocation
+	}
+	if int(k) >= len(p.Penalties) {
+		return 0
+	}
+	return p.Penalties[k]
 }
 
 // Stake is one genesis allocation.

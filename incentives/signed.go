@@ -1,6 +1,7 @@
 package incentives
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"github.com/lowband/lowband/verify"
 )
 
-// SignedRecordVersion is the signed record format this package reads and writes.
-const SignedRecordVersion = 1
+// SignedRecordVersion is the signed record format this package reads and writes. Version
+// 2 signs the round and a digest of the record rather than the record itself, so that the
+// proof of a vote cast twice is small whatever the records' size; version 1 is refused.
+const SignedRecordVersion = 2
 
 // MaxSignedRecordSize bounds a signed record on the wire: a record of MaxRecordSize and
 // the envelope's other fields (network and run of at most verify.MaxIDLen, a peer ID, a
@@ -20,14 +23,15 @@ const SignedRecordVersion = 1
 const MaxSignedRecordSize = MaxRecordSize + 1024
 
 // ErrRecordSignature: a signed record whose signature is not its signer's over its
-// network, run and record.
+// network, run, round and record digest.
 var ErrRecordSignature = errors.New("record signature does not verify")
 
-const domainSignedRecord = "lowband/record/v1"
+const domainSignedRecord = "lowband/record/v2"
 
 // SignedRecord is a commit record as a node publishes it: the record's canonical bytes
-// signed by the libp2p identity key of the node that committed it, for one network and
-// run. It is a vote in the agreement on each round's inclusion list.
+// and their round, signed by the libp2p identity key of the node that committed it, for
+// one network and run. It is a vote in the agreement on each round's inclusion list. The
+// signature covers the record's digest (RecordDigest), not its bytes: see VoteMessage.
 type SignedRecord struct {
 	Version uint8  `cbor:"1,keyasint"`
 	Network string `cbor:"2,keyasint"`
@@ -35,6 +39,7 @@ type SignedRecord struct {
 	Signer  string `cbor:"4,keyasint"` // canonical peer ID: an Ed25519 identity, key inlined
 	Record  []byte `cbor:"5,keyasint"` // the record's canonical encoding (Record.Marshal)
 	Sig     []byte `cbor:"6,keyasint"` // Ed25519 by the signer's identity key over SignedMessage
+	Round   uint64 `cbor:"7,keyasint"` // the record's round, which the decoder checks
 }
 
 // SignRecord signs rec (in canonical form) with key for network and run. The signer is
@@ -47,7 +52,7 @@ func SignRecord(key crypto.PrivKey, network, run string, rec *Record) (*SignedRe
 	if err != nil {
 		return nil, fmt.Errorf("incentives: identity key: %w", err)
 	}
-	s := &SignedRecord{Version: SignedRecordVersion, Network: network, Run: run, Signer: id.String(), Record: rec.Marshal()}
+	s := &SignedRecord{Version: SignedRecordVersion, Network: network, Run: run, Signer: id.String(), Record: rec.Marshal(), Round: rec.Round}
 	if err := s.checkForm(); err != nil {
 		return nil, err
 	}
@@ -57,16 +62,27 @@ func SignRecord(key crypto.PrivKey, network, run string, rec *Record) (*SignedRe
 	return s, nil
 }
 
-// SignedMessage is what the signature covers: a domain tag, then the network, run, signer
-// and record bytes, each prefixed with its length (8 bytes, big-endian).
-func (s *SignedRecord) SignedMessage() []byte {
-	out := make([]byte, 0, len(domainSignedRecord)+len(s.Network)+len(s.Run)+len(s.Signer)+len(s.Record)+32)
+// RecordDigest is what a record signature covers of the record: SHA-256 of its bytes.
+func RecordDigest(record []byte) [32]byte { return sha256.Sum256(record) }
+
+// VoteMessage is what a record signature covers: a domain tag, then the network, run,
+// signer, round (8 bytes, big-endian) and record digest, each prefixed with its length
+// (8 bytes, big-endian). Its size does not depend on the record's.
+func VoteMessage(network, run, signer string, round uint64, digest [32]byte) []byte {
+	out := make([]byte, 0, len(domainSignedRecord)+len(network)+len(run)+len(signer)+len(digest)+48)
 	out = append(out, domainSignedRecord...)
-	for _, f := range [][]byte{[]byte(s.Network), []byte(s.Run), []byte(s.Signer), s.Record} {
+	r := binary.BigEndian.AppendUint64(nil, round)
+	for _, f := range [][]byte{[]byte(network), []byte(run), []byte(signer), r, digest[:]} {
 		out = binary.BigEndian.AppendUint64(out, uint64(len(f)))
 		out = append(out, f...)
 	}
 	return out
+}
+
+// SignedMessage is what the signature covers: VoteMessage of the network, run, signer,
+// round and the digest of the record bytes, recomputed from them.
+func (s *SignedRecord) SignedMessage() []byte {
+	return VoteMessage(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record))
 }
 
 // Marshal returns the canonical encoding of the signed record.
@@ -74,8 +90,9 @@ func (s *SignedRecord) Marshal() []byte { return marshal(s) }
 
 // DecodeSignedRecord decodes a signed record and the record inside. It checks form only:
 // the size before anything is decoded, canonical CBOR, the version, the network and run
-// lengths, the signer's peer ID form and signature size, and that the inner record
-// decodes (DecodeRecord). Errors wrap ErrMalformed. The signature is Verify's job.
+// lengths, the signer's peer ID form and signature size, that the inner record decodes
+// (DecodeRecord) and that its round is the round signed. Errors wrap ErrMalformed. The
+// signature is Verify's job.
 func DecodeSignedRecord(data []byte) (*SignedRecord, *Record, error) {
 	var s SignedRecord
 	if err := decodeCanonical(decMode, "signed record", data, MaxSignedRecordSize, &s); err != nil {
@@ -91,12 +108,17 @@ func DecodeSignedRecord(data []byte) (*SignedRecord, *Record, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if rec.Round != s.Round {
+		return nil, nil, fmt.Errorf("%w: signed record of round %d holds a record of round %d", ErrMalformed, s.Round, rec.Round)
+	}
 	return &s, rec, nil
 }
 
 // checkForm checks everything but the signature.
 func (s *SignedRecord) checkForm() error {
 	switch {
+	case s.Version == 1:
+		return fmt.Errorf("%w: signed record version 1 (signed over the whole record) is no longer read; this build reads %d", ErrMalformed, SignedRecordVersion)
 	case s.Version != SignedRecordVersion:
 		return fmt.Errorf("%w: signed record version %d, this build reads %d", ErrMalformed, s.Version, SignedRecordVersion)
 	case s.Network == "" || s.Run == "" || len(s.Network) > verify.MaxIDLen || len(s.Run) > verify.MaxIDLen:
@@ -110,16 +132,23 @@ func (s *SignedRecord) checkForm() error {
 	return nil
 }
 
-// Verify checks the signature against the key Signer's peer ID embeds (ErrRecordSignature).
-// Call it on what DecodeSignedRecord returned.
+// Verify checks the signature against the key Signer's peer ID embeds (ErrRecordSignature),
+// over the digest it recomputes from the record bytes. Call it on what DecodeSignedRecord
+// returned (which checked that the round signed is the record's).
 func (s *SignedRecord) Verify() error {
-	_, pub, err := verify.ParsePeerID(s.Signer)
+	return verifyVote(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record), s.Sig)
+}
+
+// verifyVote checks sig, by the key signer's peer ID embeds, over VoteMessage
+// (ErrRecordSignature).
+func verifyVote(network, run, signer string, round uint64, digest [32]byte, sig []byte) error {
+	_, pub, err := verify.ParsePeerID(signer)
 	if err != nil {
 		return fmt.Errorf("%w: signer: %v", ErrMalformed, err)
 	}
-	ok, err := pub.Verify(s.SignedMessage(), s.Sig)
+	ok, err := pub.Verify(VoteMessage(network, run, signer, round, digest), sig)
 	if err != nil || !ok {
-		return fmt.Errorf("%w: signer %s", ErrRecordSignature, s.Signer)
+		return fmt.Errorf("%w: signer %s, round %d", ErrRecordSignature, signer, round)
 	}
 	return nil
 }

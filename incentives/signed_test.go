@@ -106,7 +106,8 @@ func TestSignedRecordOversizeRefusedBeforeDecoding(t *testing.T) {
 // Fields out of form are refused by DecodeSignedRecord (not left to Verify).
 func TestSignedRecordOutOfFormRefused(t *testing.T) {
 	for name, change := range map[string]func(*incentives.SignedRecord){
-		"version":   func(s *incentives.SignedRecord) { s.Version = 2 },
+		"version":   func(s *incentives.SignedRecord) { s.Version = 3 },
+		"round":     func(s *incentives.SignedRecord) { s.Round++ },
 		"network":   func(s *incentives.SignedRecord) { s.Network = "" },
 		"signer":    func(s *incentives.SignedRecord) { s.Signer = "QmNotAPeer" },
 		"signature": func(s *incentives.SignedRecord) { s.Sig = s.Sig[:10] },
@@ -120,10 +121,36 @@ func TestSignedRecordOutOfFormRefused(t *testing.T) {
 	}
 }
 
+// A signed record of version 1 (signed over the whole record) is refused by its version,
+// with an error that says so.
+func TestSignedRecordVersion1Refused(t *testing.T) {
+	s := signedRecord(t, "A")
+	s.Version = 1
+	_, _, err := incentives.DecodeSignedRecord(s.Marshal())
+	if !errors.Is(err, incentives.ErrMalformed) || !strings.Contains(err.Error(), "version 1") {
+		t.Fatalf("version 1: %v, want ErrMalformed naming version 1", err)
+	}
+}
+
+// The signature covers the record through its digest: a record of the same round with
+// other bytes under the signature of the first does not verify.
+func TestSignedRecordOtherRecordUnderTheSignatureFails(t *testing.T) {
+	s := signedRecord(t, "A")
+	other := smallRecord(t)
+	other.ModelRoot = []byte("other model")
+	s.Record = other.Marshal()
+	if err := decodeVerify(s.Marshal()); !errors.Is(err, incentives.ErrRecordSignature) {
+		t.Fatalf("another record under the signature: %v, want ErrRecordSignature", err)
+	}
+}
+
 // FuzzDecodeSignedRecord: the decoder never panics; what it accepts re-encodes to the same
 // bytes, holds a record that re-encodes to its bytes, and Verify does not panic on it.
 func FuzzDecodeSignedRecord(f *testing.F) {
 	f.Add(signedRecord(f, "A").Marshal())
+	v1 := signedRecord(f, "A")
+	v1.Version = 1
+	f.Add(v1.Marshal())
 	f.Add([]byte{0xa0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, rec, err := incentives.DecodeSignedRecord(data)
