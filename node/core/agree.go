@@ -26,11 +26,13 @@ var (
 	// ErrRecordWindow: a record of a round before View.RepairFrom or past the round after
 	// the next to close.
 	ErrRecordWindow = errors.New("core: record outside the repair window")
-	// ErrRecordNoPower: a record of a signer with no voting power in the ledger in force at
-	// the start of its round.
+	// ErrRecordNoPower: a record of a signer with voting power in no ledger of the window:
+	// the ledgers at the start of the rounds open to repair, the one in force and the next
+	// (Core.voters). Within it, a record weighs its signer's power in the ledger at the
+	// start of its round, which may be none.
 	ErrRecordNoPower = errors.New("core: record of a signer without voting power")
-	// ErrRecordDuplicate: a second, different record of one signer for one round; the
-	// first stands.
+	// ErrRecordDuplicate: a further record of a signer whose two different records for
+	// the round dropped its vote on it (a second one is not refused: it drops the vote).
 	ErrRecordDuplicate = errors.New("core: second record of a signer for a round")
 )
 
@@ -60,20 +62,28 @@ type Agreement struct {
 	Stale   bool
 	Repairs int // rounds closed again so far
 	Waiting int // CIDs a pending repair still waits for
-	// Duplicates counts second, different records of one signer for one round (ignored).
+	// Duplicates counts records of a signer for a round whose vote was dropped already
+	// (ignored).
 	Duplicates int
+	// Equivocations counts signers that signed two different records for one round: their
+	// votes on it were dropped and the two records made evidence.
+	Equivocations int
 }
 
 // agreement is what the Core keeps to agree with its peers on closed rounds.
 type agreement struct {
-	closed     map[uint64]*closedRound                  // rounds inside the repair window
-	votes      map[uint64]map[string]*incentives.Record // round -> signer -> its first record
-	tallies    map[uint64]*tally                        // of votes, by round
-	wait       *waiting                                 // a repair waiting for shards
-	repairs    int
-	duplicates int
-	resent     uint64 // own records were resent for rounds below this
-	stale      bool   // a repair left the window unfinished
+	closed        map[uint64]*closedRound                        // rounds inside the repair window
+	votes         map[uint64]map[string]*incentives.Record       // round -> signer -> its first record
+	signed        map[uint64]map[string]*incentives.SignedRecord // the signed form of votes (peers')
+	twice         map[uint64]map[string]bool                     // round -> signers of two records: no vote
+	voters        voterSet                                       // signers whose records are kept
+	tallies       map[uint64]*tally                              // of votes, by round
+	wait          *waiting                                       // a repair waiting for shards
+	repairs       int
+	duplicates    int
+	equivocations int
+	resent        uint64 // own records were resent for rounds below this
+	stale         bool   // a repair left the window unfinished
 }
 
 // closedRound is one closed round inside the repair window: what closing it again needs.
@@ -97,7 +107,8 @@ type heldContribution struct {
 }
 
 func newAgreement() *agreement {
-	return &agreement{closed: map[uint64]*closedRound{}, votes: map[uint64]map[string]*incentives.Record{}, tallies: map[uint64]*tally{}}
+	return &agreement{closed: map[uint64]*closedRound{}, votes: map[uint64]map[string]*incentives.Record{},
+		signed: map[uint64]map[string]*incentives.SignedRecord{}, twice: map[uint64]map[string]bool{}, tallies: map[uint64]*tally{}}
 }
 
 // repairFrom is the oldest round open to repair: rounds closed at most Depth ago.
@@ -140,13 +151,17 @@ func fingerprint(list []incentives.Contribution, evidence []incentives.Evidence)
 }
 
 // Record takes a signed record whose form and signature the validator checked. It keeps
-// the first record of each signer with voting power for each round from RepairFrom to the
-// round after the next to close, and when the record is for a closed round, decides that
-// round's list again: a Ready.Repair when the canonical lists now give other states and
-// this node holds what they need, a Ready.Fetch (by CID) when it does not. Records outside
-// those rounds (ErrRecordWindow), of signers without power (ErrRecordNoPower) and second
-// ones (ErrRecordDuplicate) change nothing; this node's own and a record it holds already
-// are ignored. Any other error is a repair that failed.
+// the first record of each signer that may weigh (Core.voters) for each round from
+// RepairFrom to the round after the next to close (one not closed yet is held until it
+// closes, and weighed then by the ledger at its start), and when the record is for a
+// closed round, decides that round's list again: a Ready.Repair when the canonical lists
+// now give other states and this node holds what they need, a Ready.Fetch (by CID) when
+// it does not. A second, different record of a signer for a round drops the signer's vote
+// on it and publishes the two as evidence (equivocated), then decides again. Records
+// outside those rounds (ErrRecordWindow), of signers that may not weigh
+// (ErrRecordNoPower) and later ones of a signer whose vote was dropped
+// (ErrRecordDuplicate) change nothing; this node's own and a record it holds already are
+// ignored. Any other error is a repair that failed.
 func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentives.Record) (Ready, error) {
 	if sr == nil || rec == nil {
 		return Ready{}, fmt.Errorf("%w: nil", ErrRecord)
@@ -161,7 +176,7 @@ func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentive
 	if r < c.repairFrom() || r > c.nextClose+1 {
 		return Ready{}, fmt.Errorf("%w: round %d, open to repair %d-%d", ErrRecordWindow, r, c.repairFrom(), c.nextClose+1)
 	}
-	if c.ledgerAt(r).Power(sr.Signer) == 0 {
+	if !c.voters()[sr.Signer] {
 		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordNoPower, sr.Signer, r)
 	}
 	vs := c.agree.votes[r]
@@ -169,28 +184,41 @@ func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentive
 		vs = map[string]*incentives.Record{}
 		c.agree.votes[r] = vs
 	}
+	if c.agree.twice[r][sr.Signer] {
+		c.agree.duplicates++
+		return Ready{}, fmt.Errorf("%w: %s, round %d (its vote is dropped)", ErrRecordDuplicate, sr.Signer, r)
+	}
 	if old, ok := vs[sr.Signer]; ok {
 		if bytes.Equal(old.Marshal(), rec.Marshal()) {
 			return Ready{}, nil // the same record again (resent)
 		}
-		c.agree.duplicates++
-		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordDuplicate, sr.Signer, r)
+		ev := c.equivocated(r, sr)
+		rd, err := c.redecide(r)
+		rd.Publish = append(ev, rd.Publish...)
+		return rd, err
 	}
 	vs[sr.Signer] = rec
+	c.keepSigned(r, sr)
 	if t := c.agree.tallies[r]; t != nil {
 		t.add(sr.Signer, rec)
 	}
 	resend := c.resend(rec)
+	rd, err := c.redecide(r)
+	rd.Publish = append(rd.Publish, resend...)
+	return rd, err
+}
+
+// redecide decides closed round r, and every closed round after it, again after its votes
+// changed; a round not closed yet is decided when it closes.
+func (c *Core) redecide(r uint64) (Ready, error) {
 	if r >= c.nextClose {
-		return Ready{Publish: resend}, nil // used when the round closes
+		return Ready{}, nil
 	}
 	from := r
 	if w := c.agree.wait; w != nil && w.from < from {
 		from = w.from
 	}
-	rd, err := c.reconcile(from)
-	rd.Publish = append(rd.Publish, resend...)
-	return rd, err
+	return c.reconcile(from)
 }
 
 // resend returns this node's own records of the rounds in the window before rec's, once
@@ -208,41 +236,32 @@ func (c *Core) resend(rec *incentives.Record) []Message {
 	c.agree.resent = rec.Round + 1
 	var out []Message
 	for u := c.repairFrom(); u < rec.Round; u++ {
-		if cr := c.agree.closed[u]; cr != nil {
+		if cr := c.agree.closed[u]; cr != nil && cr.vote.Data != nil { // none: no vote kept
 			out = append(out, cr.vote)
 		}
 	}
 	return out
 }
 
-// ledgerAt is the ledger in force at the start of round r, as far as this node knows: the
-// snapshot of a closed round, else the ledger in force now.
-func (c *Core) ledgerAt(r uint64) *incentives.State {
-	if cr := c.agree.closed[r]; cr != nil {
-		return cr.ledger
-	}
-	return c.ledger
-}
-
-// decide returns round r's list by the rule (docs/architecture.md, "Agreement"): the
+// decide returns round r's list by the rule (docs/architecture.md, "Agreement"): once the
+// records seen for r carry more than half of led's total voting power (quorum), the
 // entries and evidence items listed by records carrying strictly more than half of the
-// weight of all the records seen for r, weights being voting power by led; with no
-// weight seen, this node's own record. quorum reports whether the records seen carry more
-// than half of led's total voting power.
+// weight of all the records seen, weights being voting power by led; until then, this
+// node's own record, so that no signers with less than half of the power, early or not,
+// move this node off its own view.
 func (c *Core) decide(r uint64, led *incentives.State) (list []incentives.Contribution, evidence []incentives.Evidence, quorum bool) {
 	t := c.tallyOf(r, led)
-	if t.total == 0 {
+	if all := led.TotalPower(); t.total == 0 || t.total <= all-t.total {
 		own := c.agree.closed[r].own
 		return own.Contributions, own.Evidence, false
 	}
 	list, evidence = t.canonical()
-	all := led.TotalPower()
-	return list, evidence, t.total > all-t.total
+	return list, evidence, true
 }
 
 // Agreement returns where this node stands, for /status.
 func (c *Core) Agreement() Agreement {
-	a := Agreement{Repairs: c.agree.repairs, Duplicates: c.agree.duplicates, Stale: c.agree.stale}
+	a := Agreement{Repairs: c.agree.repairs, Duplicates: c.agree.duplicates, Equivocations: c.agree.equivocations, Stale: c.agree.stale}
 	a.Agrees = c.agree.wait == nil && !a.Stale
 	if c.nextClose == 0 {
 		return a
@@ -308,6 +327,7 @@ func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec 
 			delete(c.agree.tallies, u)
 		}
 	}
+	c.agree.prune(from)
 	if w := c.agree.wait; w != nil && w.from < from {
 		c.agree.wait, c.agree.stale = nil, true // only a checkpoint brings this node back
 	}

@@ -31,7 +31,8 @@ func forge(t *testing.T, name string, rec *incentives.Record, edit func(*incenti
 }
 
 // (e) Hostile records change nothing they must not: a record outside the window, one of a
-// signer without voting power, a second record of one signer; and one listing a
+// signer without voting power, a second record of one signer (its vote is dropped: the
+// honest votes decide as before) and a third; and one listing a
 // contribution nobody serves leaves the node on its state, waiting.
 func TestAgreementHostileRecords(t *testing.T) {
 	x := incentivestest.PeerID("x")
@@ -68,7 +69,8 @@ func TestAgreementHostileRecords(t *testing.T) {
 		{"no voting power", "z", 1, onlyA, core.ErrRecordNoPower},
 		{"x's first record of round 1, the list everyone has", "x", 1, same, nil},
 		{"x's first record of round 1 again", "x", 1, same, nil},
-		{"x's second record of round 1", "x", 1, onlyA, core.ErrRecordDuplicate},
+		{"x's second record of round 1: its vote dropped", "x", 1, onlyA, nil},
+		{"x's third record of round 1", "x", 1, func(r *incentives.Record) { r.Contributions = r.Contributions[1:2] }, core.ErrRecordDuplicate},
 	}
 	for _, st := range steps {
 		sr, rec := forge(t, st.signer, recs[min(st.round, 3)], func(r *incentives.Record) { r.Round = st.round; st.edit(r) })
@@ -82,8 +84,8 @@ func TestAgreementHostileRecords(t *testing.T) {
 			t.Fatalf("%s moved the root", st.name)
 		}
 	}
-	if d := a.core.Agreement().Duplicates; d != 1 {
-		t.Fatalf("%d duplicates counted, want 1", d)
+	if ag := a.core.Agreement(); ag.Duplicates != 1 || ag.Equivocations != 1 {
+		t.Fatalf("%d duplicates and %d equivocations counted, want 1 each", ag.Duplicates, ag.Equivocations)
 	}
 
 	// x (more than half of the power) lists a contribution nobody has.
@@ -96,7 +98,8 @@ func TestAgreementHostileRecords(t *testing.T) {
 	s.handle(a, rd, err)
 	s.flush()
 	ag := a.core.Agreement()
-	if ag.Agrees || ag.Waiting != 1 || ag.Root != root || a.core.Agreement().CanonicalRound != 1 {
+	// No round rests on more than half of the power: x's vote on round 1 was dropped.
+	if ag.Agrees || ag.Waiting != 1 || ag.Root != root || ag.CanonicalRound != 0 || ag.Canonical != [32]byte{} {
 		t.Fatalf("waiting on a ghost: %+v; want the old root, not agreeing, waiting for 1 CID", ag)
 	}
 }

@@ -131,6 +131,9 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if err := c.settle(r, &rd); err != nil {
 		return Ready{}, err
 	}
+	if c.cfg.Identity != nil {
+		rd.Commit.Vote = msg.Data
+	}
 	return rd, nil
 }
 

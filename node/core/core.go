@@ -76,6 +76,9 @@ type View struct {
 	// are taken when a repair wants their CID (the fetch path lets them through; gossip
 	// still finds them late).
 	RepairFrom uint64
+	// Voters are the signers whose records the core keeps (those that may weigh in a round
+	// of the window; see ErrRecordNoPower). Read only: it is shared, never modified.
+	Voters map[string]bool
 }
 
 // Ready is what the caller does after an event, in this order: Repair and Commit (persist
@@ -114,6 +117,11 @@ type Commit struct {
 	// bytes), kept with the commit so an offline audit can check the signature; nil without
 	// Config.Identity and for rounds closed again by a repair (their records are not signed).
 	Signed []byte
+	// Vote is the signed record this node published for the round, its vote: Signed, or
+	// when the round was settled at once with another list, the record it closed with
+	// first. A restart resends these bytes (Snapshot.Vote), never a record signed again.
+	// Nil without Config.Identity and for rounds closed again by a repair.
+	Vote []byte
 }
 
 // Summary describes a closed round.
@@ -304,7 +312,8 @@ func (c *Core) Finish() {
 
 // View returns what validators need to place a shard's round.
 func (c *Core) View() View {
-	return View{NextClose: c.nextClose, NextLocal: c.nextLocal, Window: c.cfg.Round.Window, Epoch: c.epoch(c.nextLocal), RepairFrom: c.repairFrom()}
+	return View{NextClose: c.nextClose, NextLocal: c.nextLocal, Window: c.cfg.Round.Window, Epoch: c.epoch(c.nextLocal),
+		RepairFrom: c.repairFrom(), Voters: c.voters()}
 }
 
 // epoch is the attestation epoch of round r, by the checker's epoch length.

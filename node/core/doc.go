@@ -35,9 +35,11 @@
 //
 // Each closed round's record is signed with Config.Identity and published: it is the
 // node's vote on the round's inclusion list. Record takes the peers' votes (the first of
-// each signer with voting power, per round, from View.RepairFrom to the round after the
-// next to close) and decides each closed round's canonical list by the rule in
-// docs/architecture.md ("Agreement"), a pure function of the records seen and the ledger.
+// each signer with power in a ledger of the window, View.Voters, per round, from
+// View.RepairFrom to the round after the next to close; a signer with two different
+// records for a round has no vote on it, and the two become evidence) and decides each
+// closed round's canonical list by the rule in docs/architecture.md ("Agreement"), a pure
+// function of the records seen and the ledgers at the rounds' starts.
 // For the last Config.Depth closed rounds the Core keeps the state before the close, the
 // ledger in force at its start, every contribution it held (its own included, with CIDs)
 // and its record. When a round's canonical list is not the one its state was closed from,

@@ -8,13 +8,15 @@ import (
 )
 
 // Evidence adds evidence that decoded and passed the checker to what the next record
-// includes. Evidence already pending is ignored.
+// includes. Evidence already pending is ignored. Record equivocation evidence also drops
+// the signer's vote on its round, as its two records would (a Ready.Repair or Fetch when
+// that round's list changes).
 func (c *Core) Evidence(e *incentives.Evidence) (Ready, error) {
 	if e == nil {
 		return Ready{}, errors.New("core: nil evidence")
 	}
 	c.addEvidence(*e)
-	return Ready{}, nil
+	return c.recordEvidence(e)
 }
 
 // pendingMeta is what trimming needs of a pending item, kept so as not to encode it again.
@@ -89,12 +91,11 @@ func (c *Core) evictable() int {
 	return best
 }
 
-// accused is the peer evidence is about: every kind names it in its signed headers.
+// accused is the peer evidence is about (Evidence.Claim); "" for evidence out of shape,
+// which no checker passes.
 func accused(e *incentives.Evidence) string {
-	if len(e.Headers) == 0 {
-		return ""
-	}
-	return e.Headers[0].Header.Peer
+	off, _ := e.Claim()
+	return off.Peer
 }
 
 // atStake is what peer holds in the ledger in force, stake plus balance (saturated).

@@ -23,13 +23,18 @@ type Snapshot struct {
 	// (JoinShards), this node's own included. An entry without one here is fetched by CID
 	// when a repair needs it.
 	Contributions []round.Contribution
+	// Vote is the signed record this node published for the round, its vote, as it kept
+	// it (nil: none kept).
+	Vote []byte
 }
 
 // Seed gives a Core that New made on a restart the rounds closed just before its state,
 // oldest first, so that it can repair them as a Core that never stopped would: each
-// becomes a closed round open to repair, with the record as this node's vote (signed
-// again with the identity, the same bytes when the record is the one it published). Only
-// the last Depth are kept. The snapshots must be consecutive rounds ending at the round
+// becomes a closed round open to repair. A round's vote is the one the node kept
+// (Snapshot.Vote), resent as those exact bytes when a resend is due, and counted as its
+// vote; a round without one kept (a late joiner's, or a home that kept none) has no vote
+// of this node: nothing is signed again for a round, since a record of its repaired list
+// would be a second, different vote. Only the last Depth are kept. The snapshots must be consecutive rounds ending at the round
 // before New's state, chained by their records' roots up to the ledger's head, each
 // ledger at its round, each contribution one its record lists; Seed must come before any
 // event. It keeps the snapshots' states, ledgers and contributions (the caller must not
@@ -58,9 +63,28 @@ func (c *Core) Seed(snaps []Snapshot) error {
 	}
 	for r, cr := range closed {
 		c.agree.closed[r] = cr
-		c.agree.votes[r] = map[string]*incentives.Record{c.cfg.Self: cr.record}
+		c.agree.votes[r] = map[string]*incentives.Record{}
+		if cr.vote.Data != nil {
+			c.agree.votes[r][c.cfg.Self] = cr.own
+		}
 	}
 	return nil
+}
+
+// seedVote decodes the vote kept for round r: a signed record of this node, network and
+// run, for r. Nil bytes are no vote.
+func (c *Core) seedVote(vote []byte, r uint64) (*incentives.Record, error) {
+	if vote == nil {
+		return nil, nil
+	}
+	sr, rec, err := incentives.DecodeSignedRecord(vote)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: round %d: vote: %v", ErrSeed, r, err)
+	case sr.Signer != c.cfg.Self || sr.Network != c.cfg.Network || sr.Run != c.cfg.Run || rec.Round != r:
+		return nil, fmt.Errorf("%w: round %d: the vote kept is of %s for round %d of %s/%s", ErrSeed, r, sr.Signer, rec.Round, sr.Network, sr.Run)
+	}
+	return rec, nil
 }
 
 // seedRound checks one snapshot of round r and makes its closed round.
@@ -77,12 +101,15 @@ func (c *Core) seedRound(s *Snapshot, r uint64, like round.State) (*closedRound,
 	if !sameLayout(s.Pre, like) {
 		return nil, fmt.Errorf("%w: round %d: the state is not of the model's tensors", ErrSeed, r)
 	}
-	vote, err := c.recordMessage(rec)
+	own, err := c.seedVote(s.Vote, r)
 	if err != nil {
 		return nil, err
 	}
-	cr := &closedRound{pre: s.Pre, ledger: s.Ledger, held: map[string]*heldContribution{}, record: rec, own: rec, vote: vote,
+	cr := &closedRound{pre: s.Pre, ledger: s.Ledger, held: map[string]*heldContribution{}, record: rec, own: rec,
 		basis: fingerprint(rec.Contributions, rec.Evidence)}
+	if own != nil {
+		cr.own, cr.vote = own, Message{Kind: KindRecords, Data: bytes.Clone(s.Vote)}
+	}
 	for _, ct := range s.Contributions {
 		i := slices.IndexFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == ct.Peer })
 		if ct.Round != r || ct.Msg == nil || i < 0 {

@@ -3,6 +3,7 @@ package core_test
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -162,5 +163,95 @@ func TestSeedRefusesSnapshotsThatDoNotLeadToTheState(t *testing.T) {
 	}
 	if err := fresh().Seed(snaps); err != nil {
 		t.Errorf("the replay's snapshots: %v", err)
+	}
+}
+
+// lineage is n's records as they stand: those it closed, each replaced by the last
+// repair that closed its round again.
+func lineage(n *node) []*incentives.Record {
+	var out []*incentives.Record
+	for _, cm := range n.commits {
+		out = append(out, cm.Record)
+	}
+	for _, rp := range n.repairs {
+		for _, cm := range rp.Commits {
+			out[cm.Record.Round] = cm.Record
+		}
+	}
+	return out
+}
+
+// replayRecords is replaySnapshots over the given records.
+func (s *swarm) replayRecords(n *node, genesis *incentives.State, recs []*incentives.Record, depth int) []core.Snapshot {
+	s.t.Helper()
+	saved := n.commits
+	n.commits = nil
+	for _, rec := range recs {
+		n.commits = append(n.commits, &core.Commit{Record: rec})
+	}
+	defer func() { n.commits = saved }()
+	return s.replaySnapshots(n, genesis, depth)
+}
+
+// TestRestartAfterARepairResendsTheVoteItPublished: a node closes round k without a
+// contribution the others include, publishes that record (its vote), and repairs k when
+// their records come. Restarted, with the repaired lineage replayed and the votes it
+// kept, it resends for k exactly the bytes it published, never a record of the repaired
+// list: that would be a second, different vote for the round.
+func TestRestartAfterARepairResendsTheVoteItPublished(t *testing.T) {
+	const k = 2
+	s, repairs := repairAfterRestart(t, false)
+	if len(repairs) == 0 {
+		t.Fatal("no repair of round k")
+	}
+	d := s.node("d")
+	votes := map[uint64][]byte{}
+	for _, data := range s.records[d.id] {
+		if _, rec, err := incentives.DecodeSignedRecord(data); err == nil && votes[rec.Round] == nil {
+			votes[rec.Round] = data
+		}
+	}
+	genesis, err := incentives.NewState(ledgerParams(), incentives.Genesis{Stakes: []incentives.Stake{
+		{Peer: incentivestest.PeerID("a"), Amount: 100}, {Peer: incentivestest.PeerID("b"), Amount: 100},
+		{Peer: incentivestest.PeerID("c"), Amount: 100}, {Peer: incentivestest.PeerID("d"), Amount: 100}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := lineage(d)
+	snaps := s.replayRecords(d, genesis, recs, core.DefaultDepth)
+	for i := range snaps {
+		snaps[i].Vote = votes[snaps[i].Record.Round]
+	}
+	st := d.core.State()
+	s.restart("d")
+	if err := d.core.Seed(snaps); err != nil {
+		t.Fatal(err)
+	}
+	// A record of the round after the head that does not follow d's state: d resends
+	// its records of the window.
+	parted := &incentives.Record{Version: 1, Round: st.Round, PrevRoot: bytes.Repeat([]byte{0xaa}, 32),
+		ModelRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{2}, 32)}
+	sr, err := incentives.SignRecord(incentivestest.Identity("a"), testNetwork, testRun, parted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := d.core.Record(s.now, sr, parted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resent := map[uint64][]byte{}
+	for _, m := range rd.Publish {
+		if _, rec, err := incentives.DecodeSignedRecord(m.Data); m.Kind == core.KindRecords && err == nil {
+			resent[rec.Round] = m.Data
+		}
+	}
+	if resent[k] == nil {
+		t.Fatalf("no record of round %d resent (resent rounds %v)", k, slices.Collect(maps.Keys(resent)))
+	}
+	if !bytes.Equal(resent[k], votes[k]) {
+		_, rec, _ := incentives.DecodeSignedRecord(resent[k])
+		_, vote, _ := incentives.DecodeSignedRecord(votes[k])
+		t.Fatalf("round %d: resent a record of %d contributions, root %x; it voted %d contributions, root %x",
+			k, len(rec.Contributions), rec.NewRoot[:4], len(vote.Contributions), vote.NewRoot[:4])
 	}
 }
