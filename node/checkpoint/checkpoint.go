@@ -74,6 +74,26 @@ type wireTensor struct {
 // Encode returns the checkpoint's canonical encoding: the same state gives the same bytes
 // on every node and architecture.
 func (c *Checkpoint) Encode() []byte {
+	w := c.wire()
+	buf := bytes.NewBuffer(make([]byte, 0, w.sizeBound()))
+	if err := encMode.MarshalToBuffer(&w, buf); err != nil {
+		panic(fmt.Sprintf("checkpoint: encoding: %v", err)) // plain values: cannot fail
+	}
+	return buf.Bytes()
+}
+
+// sizeBound is at least the size of w's encoding: its bytes and strings, and 9 bytes for
+// each head (type and length) and map key, which is the most a head takes.
+func (w *wireCheckpoint) sizeBound() int {
+	n := 16*9 + len(w.Network) + len(w.Run) + len(w.Prev) + len(w.Momentum) + len(w.Ledger)
+	for _, t := range w.Tensors {
+		n += 8*9 + len(t.Name) + 9*len(t.Shape) + len(t.Data)
+	}
+	return n
+}
+
+// wire is the checkpoint's wire form.
+func (c *Checkpoint) wire() wireCheckpoint {
 	w := wireCheckpoint{
 		Version: Version, Network: c.Network, Run: c.Run, Round: c.Round, Prev: c.Prev[:],
 		Momentum: floatBytes(c.Model.Momentum),
@@ -88,7 +108,7 @@ func (c *Checkpoint) Encode() []byte {
 		}
 		w.Tensors = append(w.Tensors, wireTensor{Name: t.Name, Shape: shape, Data: floatBytes(t.Data)})
 	}
-	return marshal(&w)
+	return w
 }
 
 // decode decodes a checkpoint's encoding against lim: canonical form, version, network
@@ -184,8 +204,8 @@ func bytesFloats(b []byte) []float64 {
 }
 
 var (
-	encMode = func() cbor.EncMode {
-		m, err := cbor.CoreDetEncOptions().EncMode()
+	encMode = func() cbor.UserBufferEncMode {
+		m, err := cbor.CoreDetEncOptions().UserBufferEncMode()
 		if err != nil {
 			panic(err) // static options; cannot fail
 		}

@@ -42,20 +42,33 @@ type CheckpointInfo struct {
 // synced transaction that also drops all but the keep latest checkpoints (keep < 1: 1) and
 // the chunks no kept one uses. A checkpoint of a round already kept replaces it.
 func (s *Store) PutCheckpoint(m *checkpoint.Manifest, chunks [][]byte, local []byte, keep int) error {
+	put, err := checkpointPut(m, chunks, local, keep)
+	if err != nil {
+		return err
+	}
+	if err := s.db.Update(put); err != nil {
+		return fmt.Errorf("storing the checkpoint of round %d: %w", m.Round, err)
+	}
+	return nil
+}
+
+// checkpointPut checks a checkpoint's chunks against its manifest and returns what
+// stores it in a transaction (see PutCheckpoint).
+func checkpointPut(m *checkpoint.Manifest, chunks [][]byte, local []byte, keep int) (func(*bolt.Tx) error, error) {
 	if len(chunks) != len(m.Chunks) {
-		return fmt.Errorf("checkpoint of round %d: %d chunks, manifest lists %d", m.Round, len(chunks), len(m.Chunks))
+		return nil, fmt.Errorf("checkpoint of round %d: %d chunks, manifest lists %d", m.Round, len(chunks), len(m.Chunks))
 	}
 	for i, ch := range chunks {
 		if err := m.CheckChunk(i, ch); err != nil {
-			return fmt.Errorf("checkpoint of round %d: %w", m.Round, err)
+			return nil, fmt.Errorf("checkpoint of round %d: %w", m.Round, err)
 		}
 	}
 	info := CheckpointInfo{Round: m.Round, ID: m.ID(), Root: m.Root, Size: m.Size, Manifest: m.Marshal(), Chunks: m.Chunks}
 	enc, err := eventEnc.Marshal(&info)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
 		if err := dropCheckpoint(tx, m.Round); err != nil {
 			return err
 		}
@@ -77,11 +90,7 @@ func (s *Store) PutCheckpoint(m *checkpoint.Manifest, chunks [][]byte, local []b
 			}
 		}
 		return pruneCheckpoints(tx, max(keep, 1))
-	})
-	if err != nil {
-		return fmt.Errorf("storing the checkpoint of round %d: %w", m.Round, err)
-	}
-	return nil
+	}, nil
 }
 
 // dropCheckpoint removes the checkpoint of round r and its indexes, if kept; its chunks

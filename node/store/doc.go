@@ -23,8 +23,9 @@
 //	          (PruneShards)
 //	signed-records  round (8 bytes) -> the node's own signed record of the round
 //	          (incentives.SignedRecord) as it published it, for an offline audit
-//	local     "state" -> first open round (8 bytes), the node's local state blob
-//	          (PutLocal), while no checkpoint keeps it
+//	local     "state" -> first open round (8 bytes), the node's local state blob, as
+//	          builds before the local file kept it (read while no file is there, dropped
+//	          by the next PutLocal)
 //	checkpoints        round -> CheckpointInfo (manifest, ID, root, chunk hashes)
 //	checkpoint-local   round -> the node's local state kept with that checkpoint
 //	checkpoint-ids     manifest ID -> round; checkpoint-roots: state root -> round
@@ -33,6 +34,21 @@
 //	          KeptStates rounds and the head
 //	round_events  round (8 bytes), sequence (4 bytes) -> the history key of an event of
 //	          that round
+//
+// The node's local state blob (PutLocal, tens of MB on the default task) is kept in a file
+// beside the store's (LocalSuffix): the first open round (8 bytes, big-endian), then the
+// blob, replaced through a synced temporary file and a rename. In the bbolt file a value
+// that large would be copied into bbolt's page buffers at each commit and grow the file
+// by twice its size, which bbolt never gives back. Init of a new store drops a file left
+// by a store removed before.
+//
+// bbolt maps the file with 1 GiB of address space from the start (initialMmap): a file
+// that outgrows its map is mapped again, and bbolt then copies every value the write
+// transaction holds to the heap first. Its free pages are kept in a map (FreelistMapType),
+// which finds a run of pages for a large value without scanning a list. The file never
+// shrinks: pages freed by dropped checkpoints and pruned shards are reused by later
+// writes, so it stays near its high-water mark (on the default task about the kept
+// checkpoints, once more for the one being replaced, and the shards since the oldest).
 //
 // PutCheckpoint writes a checkpoint and drops all but the last N (and the chunks only they
 // used) in one transaction; DropCheckpointsAfter drops those that follow rounds closed

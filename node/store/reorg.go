@@ -25,14 +25,16 @@ var (
 )
 
 // Round is one committed round: its record, the ledger state it leads to, the events it
-// caused, the signed shards of the contributions it includes (those the node holds) and
-// the node's own signed record of it (nil: none; see CommitSigned).
+// caused, the signed shards of the contributions it includes (those the node holds), the
+// node's own signed record of it (nil: none; see CommitSigned) and the node's vote on it
+// (nil: none kept; see CommitRound).
 type Round struct {
 	Record *incentives.Record
 	State  *incentives.State
 	Events []incentives.Event
 	Shards []Shard
 	Signed []byte
+	Vote   []byte
 }
 
 // Reorg replaces the stored rounds from round from on by rounds, in one transaction: the
@@ -149,6 +151,9 @@ func writeRound(tx *bolt.Tx, r Round) error {
 		return err
 	}
 	if err := putSigned(tx, rec.Round, r.Signed); err != nil {
+		return err
+	}
+	if err := putVote(tx, rec.Round, r.Vote); err != nil {
 		return err
 	}
 	return keepState(tx, r.State)

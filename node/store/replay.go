@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -53,21 +54,29 @@ func ReplayDir(dir string, genesis *incentives.State, chk incentives.EvidenceChe
 	return st, len(recs), nil
 }
 
-// readCapped reads a file of at most max bytes (larger: an error naming it).
+// readCapped reads a file of at most max bytes (larger: an error naming it), into a
+// buffer of the file's size (a buffer grown by doubling would take up to twice that).
 func readCapped(path string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	if len(data) > max {
+	if fi.Size() > int64(max) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
 	}
-	return data, nil
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, int64(max)+1)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if buf.Len() > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return buf.Bytes(), nil
 }
 
 func readRecord(path string) (*incentives.Record, error) {

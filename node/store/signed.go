@@ -20,10 +20,21 @@ func (s *Store) CommitSigned(signed []byte, rec *incentives.Record, next *incent
 	if signed == nil {
 		return fmt.Errorf("%w: no signed record of round %d", ErrConflict, rec.Round)
 	}
-	if err := checkSigned(signed, rec); err != nil {
+	return s.CommitRound(Round{Record: rec, State: next, Events: events, Shards: shards, Signed: signed})
+}
+
+// CommitRound is Commit of r, keeping in the same transaction r.Signed when set (checked
+// as CommitSigned checks it) and r.Vote when set: the signed record the node published
+// for the round, its vote, which must decode as a signed record of r's round (ErrConflict
+// otherwise). A vote stays when a Reorg replaces its round: the node voted once.
+func (s *Store) CommitRound(r Round) error {
+	if err := checkSigned(r.Signed, r.Record); err != nil {
 		return err
 	}
-	return s.commit(signed, rec, next, events, shards...)
+	if err := checkVote(r.Vote, r.Record.Round); err != nil {
+		return err
+	}
+	return s.commit(r)
 }
 
 // checkSigned checks that signed, when not nil, is a signed record of exactly rec
@@ -59,6 +70,47 @@ func (s *Store) Signed(r uint64) ([]byte, error) {
 		v := tx.Bucket(bucketSigned).Get(roundKey(r))
 		if len(v) > incentives.MaxSignedRecordSize {
 			return fmt.Errorf("%w: signed record of round %d: %d bytes", ErrCorrupt, r, len(v))
+		}
+		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+// bucketVotes keeps the node's votes: round -> the signed record it published for it.
+var bucketVotes = []byte("votes")
+
+// checkVote checks that vote, when not nil, is a signed record of round r.
+func checkVote(vote []byte, r uint64) error {
+	if vote == nil {
+		return nil
+	}
+	_, rec, err := incentives.DecodeSignedRecord(vote)
+	if err != nil {
+		return fmt.Errorf("%w: vote of round %d: %v", ErrConflict, r, err)
+	}
+	if rec.Round != r {
+		return fmt.Errorf("%w: the vote kept with round %d is of round %d", ErrConflict, r, rec.Round)
+	}
+	return nil
+}
+
+// putVote keeps the vote of round r (none when vote is nil).
+func putVote(tx *bolt.Tx, r uint64, vote []byte) error {
+	if vote == nil {
+		return nil
+	}
+	return tx.Bucket(bucketVotes).Put(roundKey(r), vote)
+}
+
+// Vote is the node's vote on round r as CommitRound kept it, through any Reorg of the
+// round; nil when none is kept. The bytes are the caller's.
+func (s *Store) Vote(r uint64) ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketVotes).Get(roundKey(r))
+		if len(v) > incentives.MaxSignedRecordSize {
+			return fmt.Errorf("%w: vote of round %d: %d bytes", ErrCorrupt, r, len(v))
 		}
 		out = bytes.Clone(v)
 		return nil

@@ -51,3 +51,48 @@ func TestSignedRecordKeptOnlyForTheRecordCommitted(t *testing.T) {
 		t.Fatalf("read back %d bytes (%v), want the %d kept", len(got), err, len(good.Marshal()))
 	}
 }
+
+// TestVoteKeptThroughAReorgOfItsRound: the node's vote on a round is kept with its commit
+// and stays, the same bytes, when a Reorg replaces the round with another record (the
+// node voted once); a vote of another round refuses the commit (ErrConflict).
+func TestVoteKeptThroughAReorgOfItsRound(t *testing.T) {
+	s, _ := openTestStore(t)
+	defer s.Close()
+	fx := incentivestest.New("testnet", "run-1")
+	st, _ := s.State()
+	cs, _ := genRound(fx, 0)
+	cl, err := st.Build(cs, nil, []byte("model"), fx.Checker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := incentivestest.Identity("a")
+	vote, err := incentives.SignRecord(key, "net", "run", cl.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := *cl.Record
+	later.Round = 5
+	wrong, err := incentives.SignRecord(key, "net", "run", &later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitRound(Round{Record: cl.Record, State: cl.State, Events: cl.Events, Vote: wrong.Marshal()}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a vote of round 5 kept with round 0: %v, want ErrConflict", err)
+	}
+	if err := s.CommitRound(Round{Record: cl.Record, State: cl.State, Events: cl.Events, Shards: shardsOf(cl.Record), Vote: vote.Marshal()}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := st.Build(cs[:1], nil, []byte("model 2"), fx.Checker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reorg(0, Round{Record: again.Record, State: again.State, Events: again.Events}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Vote(0); err != nil || !bytes.Equal(got, vote.Marshal()) {
+		t.Fatalf("after the reorg: vote of %d bytes (%v), want the %d voted", len(got), err, len(vote.Marshal()))
+	}
+	if got, _ := s.Vote(1); got != nil {
+		t.Fatalf("a vote kept for round 1, never voted")
+	}
+}
