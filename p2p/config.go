@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -56,8 +55,10 @@ type Config struct {
 	// for others within its limits, once the host is found reachable.
 	AutoNAT, NATService, HolePunching, RelayClient bool
 	RelayService                                   *RelayLimits
-
-	extra []libp2p.Option // tests: further libp2p options (forced reachability, a gater)
+	// ForceReachability, when set (ReachabilityPublic or ReachabilityPrivate), takes the
+	// place of AutoNAT's verdict: the relay client and service act on it at once. For
+	// tests on loopback, where AutoNAT cannot tell.
+	ForceReachability string
 
 	Topics []string // kinds to join (see Kinds)
 	// Validators holds the validator of each kind in Topics; a kind without one is
@@ -82,9 +83,17 @@ type Config struct {
 	// Libp2p, when set, is the libp2p host to run on instead of one New builds: for
 	// swarms on an in-memory network (go-libp2p's mocknet) in tests and benchmarks.
 	// Identity, Listen, Announce and PublicOnly are then ignored, the given host's
-	// connection and resource managers apply instead of ConnLow and ConnHigh's, wire
-	// bytes are not counted, and Close closes the host.
+	// connection and resource managers apply instead of ConnLow and ConnHigh's, and Close
+	// closes the host. Wire bytes are then counted on the streams of the protocols the
+	// host serves and opens (DHT, gossip, fetches: payload bytes, without libp2p's own
+	// protocols and with no security or muxer overhead on an in-memory network).
 	Libp2p host.Host
+	// Link, with Libp2p only, emulates the host's home link on it: an uplink shared by
+	// all its streams and a one-way latency (LinkShape). The zero value shapes nothing.
+	Link LinkShape
+	// Wire, when set, is where the host breaks down what it sends and receives
+	// (WireStats): for benchmarks.
+	Wire *WireStats
 }
 
 // validate checks the required fields and fills the defaults of the optional ones.
@@ -117,6 +126,9 @@ func (c *Config) validate() error {
 	}
 	if c.ConnLow <= 0 || c.ConnHigh < c.ConnLow {
 		return fmt.Errorf("p2p config: want 0 < conn low (%d) <= conn high (%d)", c.ConnLow, c.ConnHigh)
+	}
+	if !slices.Contains([]string{"", ReachabilityPublic, ReachabilityPrivate}, c.ForceReachability) {
+		return fmt.Errorf("p2p config: unknown reachability %q (want public or private)", c.ForceReachability)
 	}
 	if c.RelayService != nil {
 		if err := c.RelayService.validate(); err != nil {

@@ -9,8 +9,9 @@
 // Every name on the wire derives from the network ID (the network spec's hash),
 // so hosts of different networks never mix: the DHT speaks
 // /lowband/<net>/kad/1.0.0 (DHTPrefix), gossip topics are
-// lowband/<net>/<run>/<kind>/1 (TopicName), and fetches use
-// /lowband/<net>/fetch/1.0.0 (FetchProtocol).
+// lowband/<net>/<run>/<kind>/1 (TopicName), fetches use
+// /lowband/<net>/fetch/1.0.0 (FetchProtocol), and every host tells its clock on
+// /lowband/<net>/time/1.0.0 (TimeProtocol; Prober.Clock asks it).
 //
 // # Usage
 //
@@ -74,7 +75,23 @@
 // Config.RelayService (RelayLimits) a reachable host relays for others. A circuit with
 // a per-circuit limit is a limited connection, over which go-libp2p opens no gossip
 // or DHT stream: DefaultRelayLimits sets none and bounds reservations and circuits
-// per peer instead.
+// per peer instead. Circuit addresses are built on the relay's public addresses only:
+// a relay seen only at private ones gives its clients none. Config.ForceReachability
+// takes the place of AutoNAT's verdict (tests on loopback, where AutoNAT cannot tell).
+// With a Registerer, the relay service reports go-libp2p's libp2p_relaysvc_* metrics,
+// the bytes it relayed among them.
+//
+// # Emulated links
+//
+// On an in-memory network (Config.Libp2p, go-libp2p's mocknet) Config.Link emulates a
+// home link per host (LinkShape): every byte the host writes on the streams of its own
+// protocols (DHT, gossip, fetches) leaves through one uplink shared by all of them,
+// first come, first served, and arrives the one-way latency later. What a host
+// receives is paced by each sender's uplink only; libp2p's own protocols (identify,
+// ping) and protocol negotiation are not shaped. Mocknet's own LinkOptions are left
+// unset: its bandwidth is per link, not per host, and its latency is charged on each
+// write in turn (a stream of 31 writes of 16 KiB takes 0.8 s over a 50 ms link, not
+// 50 ms). On such a host the wire bytes (Bandwidth) are the streams' payload bytes.
 //
 // All methods of Host are safe for concurrent use.
 package p2p

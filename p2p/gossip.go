@@ -72,7 +72,7 @@ func MessageID(data []byte) string {
 }
 
 func (h *Host) startGossip() error {
-	ps, err := pubsub.NewGossipSub(h.ctx, h.h,
+	opts := []pubsub.Option{
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign),
 		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(func(m *pb.Message) string { return MessageID(m.GetData()) }),
@@ -82,7 +82,12 @@ func (h *Host) startGossip() error {
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(h.scores.inspect), scoreInspectInterval),
 		pubsub.WithMaxMessageSize(pubsub.DefaultMaxMessageSize),
 		pubsub.WithRawTracer(h.mesh),
-	)
+		pubsub.WithRawTracer(h.traced),
+	}
+	if h.cfg.Wire != nil {
+		opts = append(opts, pubsub.WithRawTracer(&wireTracer{w: h.cfg.Wire, kinds: h.traced.kinds}))
+	}
+	ps, err := pubsub.NewGossipSub(h.ctx, h.h, opts...)
 	if err != nil {
 		return fmt.Errorf("starting gossipsub: %w", err)
 	}

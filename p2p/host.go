@@ -34,8 +34,9 @@ type Host struct {
 	topics   map[string]*topic // by kind; written only in New
 	relays   []pubsub.RelayCancelFunc
 	appScore atomic.Pointer[func(peer.ID) float64]
-	mesh     *meshTracer // mesh sizes per topic, once gossipsub reports to it
-	scores   scoreBoard  // gossipsub's latest score of each connected peer
+	mesh     *meshTracer   // mesh sizes per topic, once gossipsub reports to it
+	traced   *gossipTracer // gossipsub's own counters, from its trace events
+	scores   scoreBoard    // gossipsub's latest score of each connected peer
 
 	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
 
@@ -64,8 +65,10 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	bw := newBandwidth()
-	lh := cfg.Libp2p
-	if lh == nil {
+	var lh host.Host
+	if cfg.Libp2p != nil {
+		lh = newShapedHost(cfg.Libp2p, cfg.Link, bw, cfg.Wire) // counts its bytes, shapes its link
+	} else {
 		var err error
 		if lh, err = newLibp2p(&cfg, bw); err != nil {
 			return nil, err
@@ -103,6 +106,9 @@ func (h *Host) start() error {
 	}
 	h.SetAppScore(h.cfg.AppScore)
 	h.mesh = newMeshTracer()
+	if h.traced, err = newGossipTracer(h.cfg.Network, h.cfg.Run, h.cfg.Topics, h.cfg.Registerer); err != nil {
+		return err
+	}
 	if h.cfg.Registerer != nil {
 		if _, err := register(h.cfg.Registerer, newTopicCollector(h)); err != nil {
 			return err
@@ -114,6 +120,7 @@ func (h *Host) start() error {
 	if err := h.startGossip(); err != nil {
 		return err
 	}
+	h.serveTime()
 	h.wg.Add(3)
 	go h.bootstrapLoop()
 	go h.advertiseLoop()

@@ -9,6 +9,12 @@ import (
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 )
 
+// Reachabilities Config.ForceReachability may force.
+const (
+	ReachabilityPublic  = "public"
+	ReachabilityPrivate = "private"
+)
+
 // RelayLimits bound the circuit relay v2 service a host offers (Config.RelayService).
 //
 // A circuit with a per-circuit limit (Duration and Data set) is a "limited" connection
@@ -73,7 +79,17 @@ func natOptions(cfg *Config) []libp2p.Option {
 			autorelay.WithMinCandidates(1), autorelay.WithNumRelays(min(2, len(cfg.Bootstrap)))))
 	}
 	if cfg.RelayService != nil {
-		opts = append(opts, libp2p.EnableRelayService(relayv2.WithResources(cfg.RelayService.resources())))
+		ropts := []relayv2.Option{relayv2.WithResources(cfg.RelayService.resources())}
+		if cfg.Registerer != nil { // libp2p_relaysvc_*: reservations, circuits, bytes relayed
+			ropts = append(ropts, relayv2.WithMetricsTracer(relayv2.NewMetricsTracer(relayv2.WithRegisterer(cfg.Registerer))))
+		}
+		opts = append(opts, libp2p.EnableRelayService(ropts...))
 	}
-	return append(opts, cfg.extra...)
+	switch cfg.ForceReachability {
+	case ReachabilityPublic:
+		opts = append(opts, libp2p.ForceReachabilityPublic())
+	case ReachabilityPrivate:
+		opts = append(opts, libp2p.ForceReachabilityPrivate())
+	}
+	return opts
 }

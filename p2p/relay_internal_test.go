@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/control"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -131,7 +130,7 @@ func relayedPair(ctx context.Context, t *testing.T, limits RelayLimits) (relay, 
 	boot := []peer.AddrInfo{relay.AddrInfo()}
 	private = startHost(ctx, t, func(c *Config) {
 		c.Bootstrap, c.RelayClient, c.Topics = boot, true, Kinds
-		c.extra = []libp2p.Option{libp2p.ForceReachabilityPrivate(), libp2p.ConnectionGater(relayOnly{relay.ID()})}
+		c.ForceReachability, c.Gater = ReachabilityPrivate, relayOnly{relay.ID()}
 	})
 	if !pollUntil(ctx, func() bool {
 		ti := relay.h.ConnManager().GetTagInfo(private.ID())
@@ -157,7 +156,7 @@ func relayedPair(ctx context.Context, t *testing.T, limits RelayLimits) (relay, 
 func startRelay(ctx context.Context, t *testing.T, limits RelayLimits) *Host {
 	return startHost(ctx, t, func(c *Config) {
 		c.RelayService, c.NATService = &limits, true
-		c.extra = []libp2p.Option{libp2p.ForceReachabilityPublic()}
+		c.ForceReachability = ReachabilityPublic
 	})
 }
 

@@ -14,8 +14,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/lowband/lowband/p2p"
 )
@@ -70,7 +68,7 @@ func AcceptAll() map[string]p2p.Validator {
 type Swarm struct {
 	Boot  *p2p.Host
 	Hosts []*p2p.Host
-	mn    mocknet.Mocknet // the in-memory network of a "mem" swarm; nil otherwise
+	mem   *MemNet // the in-memory network of a "mem" swarm; nil otherwise
 }
 
 // All returns the bootstrap host followed by the others.
@@ -94,7 +92,7 @@ var Transports = []string{"tcp", "quic", "both", "mem"}
 // StartOn is Start on one of Transports.
 func StartOn(ctx context.Context, transport string, n int, mutate func(i int, c *p2p.Config)) (*Swarm, error) {
 	if transport == "mem" {
-		s := &Swarm{mn: mocknet.New()}
+		s := &Swarm{mem: NewMemNet()}
 		return s, s.start(ctx, n, mutate)
 	}
 	listen, err := Listen(transport)
@@ -115,7 +113,7 @@ func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Conf
 	if mutate != nil {
 		mutate(-1, &cfg)
 	}
-	boot, err := s.newHost(ctx, -1, cfg)
+	boot, err := s.newHost(ctx, cfg)
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("starting bootstrap: %w", err)
@@ -127,7 +125,7 @@ func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Conf
 		if mutate != nil {
 			mutate(i, &c)
 		}
-		h, err := s.newHost(ctx, i, c)
+		h, err := s.newHost(ctx, c)
 		if err != nil {
 			s.Close()
 			return fmt.Errorf("starting host %d: %w", i, err)
@@ -137,32 +135,18 @@ func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Conf
 	return nil
 }
 
-// newHost starts host i (-1: the bootstrap); on a mem swarm it first adds the host
-// to the in-memory network, linked to every host there.
-func (s *Swarm) newHost(ctx context.Context, i int, c p2p.Config) (*p2p.Host, error) {
-	if s.mn == nil {
+// newHost starts a host; on a mem swarm it first adds the host to the in-memory
+// network, linked to every host there.
+func (s *Swarm) newHost(ctx context.Context, c p2p.Config) (*p2p.Host, error) {
+	if s.mem == nil {
 		return p2p.New(ctx, c)
 	}
-	n := i + 1 // 0 for the bootstrap
-	addr, err := ma.NewMultiaddr(fmt.Sprintf("/ip4/10.%d.%d.%d/tcp/4001", n>>16&255, n>>8&255, n&255))
-	if err != nil {
+	if err := s.mem.Attach(&c); err != nil {
 		return nil, err
 	}
-	lh, err := s.mn.AddPeer(c.Identity, addr)
-	if err != nil {
-		return nil, fmt.Errorf("adding an in-memory host: %w", err)
-	}
-	for _, other := range s.mn.Peers() {
-		if other != lh.ID() {
-			if _, err := s.mn.LinkPeers(lh.ID(), other); err != nil {
-				return nil, fmt.Errorf("linking in-memory hosts: %w", err)
-			}
-		}
-	}
-	c.Libp2p = lh
 	h, err := p2p.New(ctx, c)
 	if err != nil {
-		_ = lh.Close()
+		_ = c.Libp2p.Close()
 	}
 	return h, err
 }
@@ -185,8 +169,8 @@ func (s *Swarm) Close() error {
 		}()
 	}
 	wg.Wait()
-	if s.mn != nil {
-		errs[len(all)] = s.mn.Close()
+	if s.mem != nil {
+		errs[len(all)] = s.mem.Close()
 	}
 	return errors.Join(errs...)
 }
