@@ -60,6 +60,9 @@ type TrainOptions struct {
 	// DelayStart is the start point of the delayed mode's local work: round.StartGlobal
 	// (empty) or round.StartEager.
 	DelayStart string
+	// DelayMix is the delayed mode's round.Config.StartMix (with the eager start): 0 is the
+	// eager update.
+	DelayMix float64
 
 	Compress compress.Config
 	// TargetRatio, when above 0, gives the compressed modes a byte budget
@@ -67,6 +70,9 @@ type TrainOptions struct {
 	// than the dense fp32 pseudo-gradient; ranks are then allocated across the matrices
 	// within [Compress.RankMin, Compress.RankMax].
 	TargetRatio float64
+	// FirstBudget, with TargetRatio, is compress.Config.FirstBudget: the first message's
+	// budget as a multiple of the ratio's, repaid by the next ones.
+	FirstBudget float64
 	Aggregate   aggregate.Config
 
 	EvalSamples int // validation and test samples to evaluate on (each)

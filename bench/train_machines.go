@@ -23,11 +23,11 @@ import (
 // time of the machines' phases (summed over workers).
 func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) (*simNet, error) {
 	W := opt.Workers
-	start, lr, mom := round.StartGlobal, opt.CompressOuterLR, opt.CompressMomentum
+	start, lr, mom, mix := round.StartGlobal, opt.CompressOuterLR, opt.CompressMomentum, 0.0
 	if delay == 1 {
 		lr, mom = opt.DelayOuterLR, opt.DelayMomentum
 		if opt.DelayStart != "" {
-			start = opt.DelayStart
+			start, mix = opt.DelayStart, opt.DelayMix
 		}
 	}
 	ms := make([]*round.Machine, W)
@@ -38,9 +38,9 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		cc := opt.Compress
 		cc.Seed = opt.Compress.Seed + uint64(w)
 		if opt.TargetRatio > 0 {
-			cc.ByteBudget = byteBudget(theta0, opt.TargetRatio)
+			cc.ByteBudget, cc.FirstBudget = byteBudget(theta0, opt.TargetRatio), opt.FirstBudget
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err

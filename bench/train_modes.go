@@ -19,11 +19,16 @@ type workers struct {
 }
 
 func newWorkers(opt TrainOptions, tk *task) (*workers, error) {
-	ws := &workers{}
 	parts, err := workerSlices(tk.pool, opt.Seed, opt.Workers)
 	if err != nil {
 		return nil, err
 	}
+	return newWorkersOn(opt, tk, parts)
+}
+
+// newWorkersOn builds opt.Workers workers, worker w on the samples parts[w] of tk.train.
+func newWorkersOn(opt TrainOptions, tk *task, parts [][]int) (*workers, error) {
+	ws := &workers{}
 	sched := training.Schedule{Peak: opt.InnerLR, Min: opt.MinLR, Warmup: opt.Warmup, Total: opt.Rounds * opt.H}
 	if opt.TotalSteps > 0 {
 		sched.Total = opt.TotalSteps

@@ -23,9 +23,9 @@ func FromSpec(p *node.Params) TrainOptions {
 	in := t.Inner
 	o.InnerLR, o.MinLR, o.Clip, o.WeightDecay, o.Warmup, o.TotalSteps = in.LR, in.MinLR, in.Clip, in.WeightDecay, in.Warmup, in.TotalSteps
 	o.CompressOuterLR, o.CompressMomentum = rc.OuterLR, rc.Momentum
-	o.DelayStart = rc.StartPoint
+	o.DelayStart, o.DelayMix = rc.StartPoint, rc.StartMix
 	o.Compress, o.Aggregate = rc.Compress, rc.Aggregate
-	o.TargetRatio = t.Compression.TargetRatio
+	o.TargetRatio, o.FirstBudget = t.Compression.TargetRatio, t.Compression.FirstBudget
 	o.Spec = p
 	return o
 }

@@ -82,6 +82,11 @@ type OuterOptSpec struct {
 	// waits for the network) or 0 (round t closes before round t+1's local work starts).
 	// Unset means 1; read it with Delayed.
 	Delay *int `toml:"delay" cbor:"4,keyasint,omitempty"`
+	// StartMix, with start "eager", is the weight in [0, 1] of a node's own last
+	// pseudo-gradient in its start point (θ − start_mix·own, Streaming DiLoCo's mix of local
+	// and global parameters); 0 is the eager update (lr times the node's share). It moves
+	// only each node's private start, never θ.
+	StartMix float64 `toml:"start_mix" cbor:"5,keyasint,omitempty"`
 }
 
 // DefaultDelay is the one-step delay a spec gets when it does not set outer.delay.
@@ -119,6 +124,10 @@ type CompressionSpec struct {
 	// captured energy per byte within [rank_min, rank_max]; 0 keeps the adaptive rank of
 	// each matrix (energy_target).
 	TargetRatio float64 `toml:"target_ratio" cbor:"12,keyasint,omitempty"`
+	// FirstBudget, with target_ratio, is a node's first message's byte budget as a multiple
+	// of the ratio's, in [1, 16]; the messages after it repay the extra bytes, so that the
+	// average over a run stays within the ratio once they are repaid. 0 means 1.
+	FirstBudget float64 `toml:"first_budget" cbor:"13,keyasint,omitempty"`
 }
 
 // DefaultMaxNorm is the shard norm bound of a spec that sets none: a sanity bound, far above
@@ -146,18 +155,22 @@ type AggregationSpec struct {
 // model (about 1.45M parameters) with the settings `lowband bench train` measured best at a
 // 1000x byte budget with the one-step delay (README, "Benchmarks"): messages 1000 times
 // under dense fp32 (target_ratio), ranks allocated across the matrices, 2-bit factors (twice
-// the rank of 4-bit ones at equal bytes), error feedback decayed by 0.95 a round, the eager
-// start, and plain outer SGD at lr 0.35. On fmnist (4 workers, H 5, 24 rounds, validation
-// loss) the delayed mode gave 0.69 at lr 0.35, 0.72 at 0.25, 0.74 at 0.5; 2-bit factors
-// beat 4-bit ones by 11% (0.54 against 0.61, undelayed, H 10). min_low_rank 1024 lets
-// fmnist's 256x10 output layer go low-rank, so that the budget holds.
+// the rank of 4-bit ones at equal bytes), two warm-started power iterations a round, error
+// feedback decayed by 0.95 a round, the eager start with each node's own pseudo-gradient
+// weighed 0.5 (start_mix), and plain outer SGD at lr 0.7. On fmnist (4 workers, H 5, 24
+// rounds, one seed, validation loss) the delayed mode gave 0.577 with these, 0.594 at lr 0.5,
+// 0.630 at 0.35 and 0.658 at 1; at lr 0.35, 0.650, 0.633, 0.630, 0.646 and 0.688 with the
+// mixes 0 (the eager update), 0.25, 0.5, 0.7 and 1. Two power iterations gave 0.595
+// undelayed (lr 0.5) against 0.620 with one (three: 0.593); 2-bit factors beat 4-bit ones by
+// 11% (0.54 against 0.61, undelayed, H 10). min_low_rank 1024 lets fmnist's 256x10 output
+// layer go low-rank, so that the budget holds.
 func DefaultTrainingSpec() TrainingSpec {
 	return TrainingSpec{
 		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{768, 768},
 		BatchSize: 32, InnerSteps: 25,
 		Inner: InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
-		Outer: OuterOptSpec{LR: 0.35, Momentum: 0, Start: StartEager, Delay: ptr(DefaultDelay)},
-		Compression: CompressionSpec{RankMin: 1, RankMax: 16, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 1024,
+		Outer: OuterOptSpec{LR: 0.7, Momentum: 0, Start: StartEager, Delay: ptr(DefaultDelay), StartMix: 0.5},
+		Compression: CompressionSpec{RankMin: 1, RankMax: 16, EnergyTarget: 0.5, PowerIters: 2, BlockSize: 64, MinLowRank: 1024,
 			MaxShardBytes: 256 << 10, DenseBits: 4, FactorBits: 2, FeedbackDecay: 0.95, TargetRatio: 1000, MaxNorm: DefaultMaxNorm},
 		Aggregation:   AggregationSpec{Method: "mean"},
 		SliceFraction: DefaultSliceFraction,
@@ -213,8 +226,11 @@ func (t *TrainingSpec) fill() {
 	}
 	if t.Outer.LR == 0 && t.Outer.Momentum == 0 && t.Outer.Start == "" {
 		t.Outer.LR, t.Outer.Momentum, t.Outer.Start = d.Outer.LR, d.Outer.Momentum, d.Outer.Start
+		if t.Outer.StartMix == 0 {
+			t.Outer.StartMix = d.Outer.StartMix
+		}
 		if t.Outer.Delay != nil && *t.Outer.Delay == 0 { // the eager start needs the delay
-			t.Outer.Start = StartGlobal
+			t.Outer.Start, t.Outer.StartMix = StartGlobal, 0
 		}
 	}
 	if t.Outer.Delay == nil {
@@ -222,7 +238,7 @@ func (t *TrainingSpec) fill() {
 	}
 	if c := t.Compression; c.withoutBounds() == (CompressionSpec{}) {
 		t.Compression = d.Compression
-		for _, f := range []struct{ v, d *float64 }{{&c.FeedbackDecay, &t.Compression.FeedbackDecay}, {&c.MaxNorm, &t.Compression.MaxNorm}, {&c.TargetRatio, &t.Compression.TargetRatio}} {
+		for _, f := range []struct{ v, d *float64 }{{&c.FeedbackDecay, &t.Compression.FeedbackDecay}, {&c.MaxNorm, &t.Compression.MaxNorm}, {&c.TargetRatio, &t.Compression.TargetRatio}, {&c.FirstBudget, &t.Compression.FirstBudget}} {
 			if *f.v != 0 {
 				*f.d = *f.v
 			}
@@ -328,13 +344,16 @@ func (o *OuterOptSpec) validate() error {
 	if o.Start == StartEager && o.Delayed() == 0 {
 		return keyErr("start", "%q needs delay 1", o.Start)
 	}
+	if !finite(o.StartMix) || o.StartMix < 0 || o.StartMix > 1 || o.StartMix > 0 && o.Start != StartEager {
+		return keyErr("start_mix", "%v: want 0, or a weight in (0, 1] with start %q", o.StartMix, StartEager)
+	}
 	return nil
 }
 
 // withoutBounds is c without the fields added after the first spec (feedback_decay,
-// max_norm, factor_bits, target_ratio), which fill on their own.
+// max_norm, factor_bits, target_ratio, first_budget), which fill on their own.
 func (c CompressionSpec) withoutBounds() CompressionSpec {
-	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio = 0, 0, 0, 0
+	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio, c.FirstBudget = 0, 0, 0, 0, 0
 	return c
 }
 
@@ -362,6 +381,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("feedback_decay", "%v not in (0, 1]", c.FeedbackDecay)
 	case !finite(c.TargetRatio) || c.TargetRatio != 0 && (c.TargetRatio < 1 || c.TargetRatio > 1e6):
 		return keyErr("target_ratio", "%v: want 0 (none) or a ratio in [1, 1e6]", c.TargetRatio)
+	case !finite(c.FirstBudget) || c.FirstBudget != 0 && (c.FirstBudget < 1 || c.FirstBudget > 16):
+		return keyErr("first_budget", "%v: want 0 (none) or a multiple in [1, 16]", c.FirstBudget)
 	case !finite(c.MaxNorm) || c.MaxNorm <= 0 || c.MaxNorm > MaxMaxNorm:
 		return keyErr("max_norm", "%v: want a positive number at most %g", c.MaxNorm, float64(MaxMaxNorm))
 	}

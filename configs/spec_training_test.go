@@ -15,7 +15,7 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		}
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
-	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.35 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
+	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.7 || empty.Outer.StartMix != 0.5 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
 		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction ||
 		empty.Compression != DefaultTrainingSpec().Compression {
 		t.Fatalf("filled %+v, %v", empty, err)
@@ -50,6 +50,12 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.start", func(s *TrainingSpec) { s.Outer.Start = "lazy" }},
 		{"outer.delay", func(s *TrainingSpec) { s.Outer.Delay = ptr(2) }},
 		{"outer.start", func(s *TrainingSpec) { s.Outer.Start, s.Outer.Delay = StartEager, ptr(0) }},
+		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.StartMix = 1.5 }},
+		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.StartMix = math.NaN() }},
+		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.Start, s.Outer.StartMix = StartGlobal, 0.5 }},
+		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 0.5 }},
+		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 17 }},
+		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = math.Inf(1) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = 1e300 }}, // would let a round's aggregate overflow
@@ -67,11 +73,13 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// A spec written before feedback_decay, factor_bits and outer.start existed keeps its
-// meaning: no decay, 4-bit factors, local work from the global parameters.
+// A spec written before feedback_decay, factor_bits, outer.start, start_mix and
+// first_budget existed keeps its meaning: no decay, 4-bit factors, local work from the
+// global parameters, no mix, no larger first message.
 func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	s := TrainingSpec{Task: TaskCharLM, Outer: OuterOptSpec{LR: 1}, Compression: CompressionSpec{RankMin: 1, RankMax: 4, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 1 << 16, DenseBits: 8}}
-	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Compression.FactorBits != 4 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 {
+	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Compression.FactorBits != 4 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 ||
+		s.Outer.StartMix != 0 || s.Compression.FirstBudget != 0 {
 		t.Fatalf("filled %+v, %+v: %v", s.Outer, s.Compression, err)
 	}
 	s.Outer.Start, s.Compression.FeedbackDecay, s.Compression.FactorBits = StartEager, 0.95, 2
@@ -85,7 +93,7 @@ func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 // missing value.
 func TestTrainingSpecDelayZeroKept(t *testing.T) {
 	s := TrainingSpec{Task: TaskSynthetic, Outer: OuterOptSpec{Delay: ptr(0)}}
-	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.35 || s.Outer.Momentum != 0 || s.Outer.Start != StartGlobal {
+	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.7 || s.Outer.Momentum != 0 || s.Outer.Start != StartGlobal || s.Outer.StartMix != 0 {
 		t.Fatalf("filled %+v: %v", s.Outer, err)
 	}
 }

@@ -48,6 +48,14 @@ func TestBenchTrainSpecFlagsOverrideTheSpec(t *testing.T) {
 	if err != nil || o.TargetRatio != 300 || o.Compress.ByteBudget == 0 {
 		t.Fatalf("--target-ratio over the spec: ratio %v, budget %d, %v", o.TargetRatio, o.Compress.ByteBudget, err)
 	}
+	o, err = trainOptionsOf(t, "--spec", "default", "--task", "fmnist", "--delay-mix", "0.3", "--first-budget", "2", "--power-iters", "4")
+	if err != nil || o.DelayMix != 0.3 || o.FirstBudget != 2 || o.Compress.PowerIters != 4 {
+		t.Fatalf("--delay-mix, --first-budget, --power-iters over the spec: %v, %v, %d, %v", o.DelayMix, o.FirstBudget, o.Compress.PowerIters, err)
+	}
+	o, err = trainOptionsOf(t, "--task", "fmnist", "--delay-mix", "0.3", "--first-budget", "2", "--power-iters", "4")
+	if err != nil || o.DelayMix != 0.3 || o.FirstBudget != 2 || o.Compress.PowerIters != 4 {
+		t.Fatalf("--delay-mix, --first-budget, --power-iters: %v, %v, %d, %v", o.DelayMix, o.FirstBudget, o.Compress.PowerIters, err)
+	}
 	if _, err := trainOptionsOf(t, "--spec", "default", "--feedback-decay", "2"); err == nil {
 		t.Fatal("a flag that makes the spec invalid was accepted")
 	}

@@ -49,12 +49,15 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "delay-outer-lr", Usage: "outer learning rate of the delayed mode alone (0: --compress-outer-lr and --compress-momentum)"},
 			&cli.Float64Flag{Name: "delay-momentum", Usage: "outer momentum of the delayed mode, with --delay-outer-lr (0: plain SGD)"},
 			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
+			&cli.Float64Flag{Name: "delay-mix", Usage: "with --delay-start eager: the weight in [0, 1] of a node's own last pseudo-gradient in its start (0: the outer lr times its share, the eager update)"},
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "factor-bits", Value: compress.DefaultFactorBits, Usage: "code width of low-rank factors: 4 or 2 (twice the rank at equal bytes)"},
+			&cli.IntFlag{Name: "power-iters", Value: d.Compress.PowerIters, Usage: "power iterations per round of each low-rank matrix, warm-started from the last round's Q"},
 			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
 			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
+			&cli.Float64Flag{Name: "first-budget", Usage: "with --target-ratio: the first message's budget as a multiple of the ratio's, repaid by the next messages (0: 1)"},
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
 			&cli.StringFlag{Name: "pareto", Usage: "comma-separated target ratios (e.g. 30,100,300,1000): allreduce and diloco once, then both compressed modes at each ratio's byte budget; test loss against bytes"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
@@ -140,7 +143,8 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.RankMin, o.Compress.RankMax = c.Int("rank-min"), c.Int("rank-max")
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
 	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
-	o.TargetRatio = c.Float64("target-ratio")
+	o.Compress.PowerIters, o.DelayMix = c.Int("power-iters"), c.Float64("delay-mix")
+	o.TargetRatio, o.FirstBudget = c.Float64("target-ratio"), c.Float64("first-budget")
 }
 
 // runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.

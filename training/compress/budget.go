@@ -67,24 +67,29 @@ func (e *Encoder) isLowRank(shape []int) bool {
 }
 
 // budgetRanks sets this round's rank of every low-rank tensor in ts (checked) so that the
-// message's payload fits Config.ByteBudget. Nothing changes on error.
+// message's payload fits this round's budget (roundBudget). Nothing changes on error.
 func (e *Encoder) budgetRanks(ts []Tensor) error {
 	var cs []rankChoice
-	budget := e.cfg.ByteBudget
+	dense, lowest := 0, 0
 	for _, t := range ts {
 		if !e.isLowRank(t.Shape) {
-			budget -= e.denseBytes(len(t.Data))
+			dense += e.denseBytes(len(t.Data))
 			continue
 		}
-		cs = append(cs, e.choice(t))
+		c := e.choice(t)
+		lowest += c.lo * c.step
+		cs = append(cs, c)
 	}
+	total, debt := e.roundBudget(dense + lowest)
+	budget := total - dense
 	if budget < 0 {
-		return fmt.Errorf("%w: the dense tensors alone take %d bytes over the budget %d", ErrBudget, -budget, e.cfg.ByteBudget)
+		return fmt.Errorf("%w: the dense tensors alone take %d bytes over the budget %d", ErrBudget, -budget, total)
 	}
 	ranks, err := allocateRanks(cs, budget)
 	if err != nil {
 		return err
 	}
+	e.rounds, e.debt = e.rounds+1, debt
 	j := 0
 	for _, t := range ts {
 		if !e.isLowRank(t.Shape) {
@@ -96,6 +101,20 @@ func (e *Encoder) budgetRanks(ts []Tensor) error {
 		j++
 	}
 	return nil
+}
+
+// roundBudget is the budget of the next message and the debt left after it, given the
+// bytes the dense tensors and the lowest ranks need: the first message gets FirstBudget
+// times ByteBudget and owes the extra; a later one gets ByteBudget less the debt, but not
+// less than need (nor more than ByteBudget), and repays what it leaves unspent.
+func (e *Encoder) roundBudget(need int) (budget, debt int) {
+	b := e.cfg.ByteBudget
+	if e.rounds == 0 {
+		extra := int(float64(e.cfg.FirstBudget-1) * float64(b))
+		return b + extra, extra
+	}
+	budget = min(b, max(need, b-e.debt))
+	return budget, e.debt - (b - budget)
 }
 
 // bits is the code width of low-rank factors and of dense tensors.

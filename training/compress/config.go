@@ -24,6 +24,8 @@ const (
 	MinShardBytes = 4 << 10
 	// MaxRank bounds any rank, on both the encoding and the decoding side.
 	MaxRank = 1024
+	// MaxFirstBudget bounds Config.FirstBudget.
+	MaxFirstBudget = 16
 )
 
 // ErrConfig is returned (wrapped) by Config.Validate and NewEncoder for an invalid Config.
@@ -59,6 +61,13 @@ type Config struct {
 	// (Message.PayloadBytes) stay within ByteBudget bytes. Encode fails with ErrBudget when
 	// the dense tensors and the lowest ranks alone do not fit.
 	ByteBudget int
+	// FirstBudget, with ByteBudget, is the budget of the Encoder's first message as a
+	// multiple of ByteBudget, in [1, 16]; 0 means 1. The first pseudo-gradient is the
+	// largest. The extra bytes are a debt the next messages repay: each gets ByteBudget less
+	// the debt still owed, but never less than the dense tensors and the lowest ranks need,
+	// so that once the debt is repaid the messages have spent no more than ByteBudget each
+	// on average.
+	FirstBudget float64
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -83,6 +92,9 @@ func (c *Config) Validate() error {
 	if c.FeedbackDecay == 0 {
 		c.FeedbackDecay = DefaultFeedbackDecay
 	}
+	if c.FirstBudget == 0 {
+		c.FirstBudget = 1
+	}
 	switch {
 	case c.RankMin < 1 || c.RankMax < c.RankMin || c.RankMax > MaxRank:
 		return fmt.Errorf("%w: rank bounds [%d, %d] (want 1 <= min <= max <= %d)", ErrConfig, c.RankMin, c.RankMax, MaxRank)
@@ -98,6 +110,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max shard bytes %d not in [%d, %d]", ErrConfig, c.MaxShardBytes, MinShardBytes, HardMaxShardBytes)
 	case !(c.FeedbackDecay > 0 && c.FeedbackDecay <= 1):
 		return fmt.Errorf("%w: feedback decay %v not in (0, 1]", ErrConfig, c.FeedbackDecay)
+	case !(c.FirstBudget >= 1 && c.FirstBudget <= MaxFirstBudget):
+		return fmt.Errorf("%w: first budget %v not in [1, %d]", ErrConfig, c.FirstBudget, MaxFirstBudget)
 	case c.ByteBudget < 0:
 		return fmt.Errorf("%w: byte budget %d is negative", ErrConfig, c.ByteBudget)
 	case c.DenseBits != 4 && c.DenseBits != 8:

@@ -32,7 +32,11 @@
 // is estimated from the energy of each component it captured last round (‖column of Q‖², as
 // a fraction of that round's ‖x‖²), continued flat at the last component's level until the
 // rest of the energy is used up, and scaled by this round's ‖x‖²; in the first round it is
-// taken flat.
+// taken flat. Config.FirstBudget gives the first message (the largest pseudo-gradient) a
+// multiple of the budget; the messages after it repay the extra bytes, each getting the
+// budget less the debt (never less than the dense tensors and the lowest ranks need), so a
+// message's size varies until the debt is repaid, and the average over the run is then
+// within the budget. The debt is part of EncoderState.
 //
 // # Quantisation
 //

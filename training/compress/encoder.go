@@ -22,6 +22,10 @@ type Encoder struct {
 	state   map[string]*tensorState
 	order   []string
 	scratch []float64
+	// rounds is the number of messages encoded under a byte budget, and debt the bytes of
+	// the first one's extra budget (Config.FirstBudget) not yet repaid.
+	rounds uint64
+	debt   int
 }
 
 type tensorState struct {

@@ -16,6 +16,10 @@ var ErrState = errors.New("compress: encoder state out of form")
 // a restart restores it with SetState so that the codec goes on where it stopped.
 type EncoderState struct {
 	Tensors []TensorState `cbor:"1,keyasint"`
+	// Rounds is the number of messages encoded under a byte budget, Debt the bytes of the
+	// first one's extra budget not yet repaid (Config.FirstBudget).
+	Rounds uint64 `cbor:"2,keyasint,omitempty"`
+	Debt   int    `cbor:"3,keyasint,omitempty"`
 }
 
 // TensorState is one tensor's part of an EncoderState.
@@ -37,7 +41,7 @@ type TensorState struct {
 
 // State returns a copy of the Encoder's state.
 func (e *Encoder) State() EncoderState {
-	out := EncoderState{Tensors: make([]TensorState, 0, len(e.order))}
+	out := EncoderState{Tensors: make([]TensorState, 0, len(e.order)), Rounds: e.rounds, Debt: e.debt}
 	for _, name := range e.order {
 		st := e.state[name]
 		ts := TensorState{Name: name, Shape: slices.Clone(st.shape), Residual: slices.Clone(st.residual),
@@ -55,8 +59,12 @@ func (e *Encoder) State() EncoderState {
 // SetState replaces the Encoder's state by st, which it copies, after checking it against
 // the Encoder's configuration: distinct names, shapes in form with as many residual values,
 // low-rank exactly where the configuration makes a tensor low-rank, with a rank in its
-// bounds and a Q of that rank, finite values. On error (wrapping ErrState) nothing changes.
+// bounds and a Q of that rank, finite values, a debt within what Config.FirstBudget can
+// owe. On error (wrapping ErrState) nothing changes.
 func (e *Encoder) SetState(st EncoderState) error {
+	if st.Debt < 0 || st.Debt > int(float64(MaxFirstBudget)*float64(e.cfg.ByteBudget)) {
+		return fmt.Errorf("%w: debt %d for a byte budget of %d", ErrState, st.Debt, e.cfg.ByteBudget)
+	}
 	state := make(map[string]*tensorState, len(st.Tensors))
 	order := make([]string, 0, len(st.Tensors))
 	for i := range st.Tensors {
@@ -71,7 +79,7 @@ func (e *Encoder) SetState(st EncoderState) error {
 		state[ts.Name] = s
 		order = append(order, ts.Name)
 	}
-	e.state, e.order = state, order
+	e.state, e.order, e.rounds, e.debt = state, order, st.Rounds, st.Debt
 	return nil
 }
 

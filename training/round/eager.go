@@ -19,6 +19,9 @@ const (
 )
 
 func validStartPoint(cfg Config) bool {
+	if !(cfg.StartMix >= 0 && cfg.StartMix <= 1) || cfg.StartMix > 0 && cfg.StartPoint != StartEager {
+		return false
+	}
 	switch cfg.StartPoint {
 	case "", StartGlobal:
 		return true
@@ -29,15 +32,19 @@ func validStartPoint(cfg Config) bool {
 }
 
 // startPoint returns a new copy of the point the next local work starts from: θ, or with
-// the eager start θ − OuterLR·share·own while this node's last pseudo-gradient is not yet
-// in θ and a closed round has told the node its share. Every product is rounded before it
-// is subtracted, like the outer step, though only this node ever uses the result.
+// the eager start θ − c·own while this node's last pseudo-gradient is not yet in θ and a
+// closed round has told the node its share, c being StartMix or else OuterLR·share. Every
+// product is rounded before it is subtracted, like the outer step, though only this node
+// ever uses the result.
 func (m *Machine) startPoint() []float64 {
 	base := slices.Clone(m.theta)
 	if m.cfg.StartPoint != StartEager || m.own == nil || m.nextClose >= m.nextLocal || !(m.share > 0) {
 		return base
 	}
 	c := float64(m.cfg.OuterLR * m.share)
+	if m.cfg.StartMix > 0 {
+		c = m.cfg.StartMix
+	}
 	for i, d := range m.own {
 		base[i] -= float64(c * d)
 	}

@@ -22,7 +22,7 @@ func New(cfg Config, st State) (*Machine, error) {
 		return nil, fmt.Errorf("round: outer lr %v, momentum %v", cfg.OuterLR, cfg.Momentum)
 	}
 	if !validStartPoint(cfg) {
-		return nil, fmt.Errorf("round: start point %q with delay %d (want %q, or %q with delay 1)", cfg.StartPoint, cfg.Delay, StartGlobal, StartEager)
+		return nil, fmt.Errorf("round: start point %q with delay %d and mix %v (want %q, or %q with delay 1 and a mix in [0, 1])", cfg.StartPoint, cfg.Delay, cfg.StartMix, StartGlobal, StartEager)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = 1

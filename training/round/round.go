@@ -39,6 +39,11 @@ type Config struct {
 	// StartGlobal) or StartEager, which needs Delay 1. See the package doc. It changes only
 	// this node's private start, never θ.
 	StartPoint string
+	// StartMix, with StartEager, is the weight α of this node's own progress in its start:
+	// θ − α·own, the mix α·θ_local + (1−α)·θ of Streaming DiLoCo (own being the node's
+	// last pseudo-gradient, not yet in θ). In [0, 1]; 0 means OuterLR times the node's share
+	// of the last close, the eager update.
+	StartMix float64
 	// MaxNorm bounds the L2 norm of one contribution (0 means no bound).
 	MaxNorm   float64
 	Compress  compress.Config
