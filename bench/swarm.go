@@ -25,7 +25,10 @@ type SwarmOptions struct {
 	// Adversaries are the adversary modes (node.AdversaryKinds) of the first nodes, one
 	// each; the others are honest.
 	Adversaries []string
-	// LinkMbps and LatencyMS ask for emulated links; not available yet (ErrNoLinkEmulation).
+	// LinkMbps and LatencyMS, when either is above 0, run the nodes on an in-memory
+	// network (go-libp2p's mocknet) where each has a home link: an uplink of LinkMbps
+	// shared by all its streams (0: unlimited) and LatencyMS one way (p2p.LinkShape).
+	// Otherwise they run on loopback sockets.
 	LinkMbps, LatencyMS float64
 	// Dir is where the nodes' homes are made; it must exist and be empty.
 	Dir string
@@ -33,10 +36,6 @@ type SwarmOptions struct {
 	// (0: 10 and 30).
 	DeadlineMin, DeadlineMax float64
 }
-
-// ErrNoLinkEmulation is returned when emulated links are asked for: the nodes run on
-// loopback only.
-var ErrNoLinkEmulation = errors.New("bench swarm: emulated links (--link-mbps, --latency-ms) are not available yet: the nodes run on loopback")
 
 // swarmPoll is how often the bench reads the nodes' statuses.
 const swarmPoll = 100 * time.Millisecond
@@ -55,8 +54,8 @@ func (o *SwarmOptions) validate() error {
 		return fmt.Errorf("bench swarm: inner steps %d, batch %d: negative", o.InnerSteps, o.Batch)
 	case len(o.Adversaries) >= o.Nodes:
 		return fmt.Errorf("bench swarm: %d adversaries among %d nodes leave no honest node", len(o.Adversaries), o.Nodes)
-	case o.LinkMbps != 0 || o.LatencyMS != 0:
-		return ErrNoLinkEmulation
+	case o.LinkMbps < 0 || o.LatencyMS < 0:
+		return fmt.Errorf("bench swarm: link %v Mbit/s, latency %v ms: negative", o.LinkMbps, o.LatencyMS)
 	case o.Dir == "":
 		return errors.New("bench swarm: no directory for the homes")
 	}
@@ -75,10 +74,11 @@ type swarmHome struct {
 	id   string
 }
 
-// RunSwarm starts a bootstrap node and opt.Nodes training nodes in this process on
-// loopback, each with its own home under opt.Dir, on one generated local network spec,
-// lets them train opt.Rounds rounds, and measures the run from their statuses. A progress
-// line per round goes to logw (may be nil).
+// RunSwarm starts a bootstrap node and opt.Nodes training nodes in this process, on
+// loopback or on emulated links (SwarmOptions.LinkMbps), each with its own home under
+// opt.Dir, on one generated local network spec, lets them train opt.Rounds rounds, and
+// measures the run from their statuses; once they have stopped, it trains the dense
+// AllReduce baseline. A progress line per round goes to logw (may be nil).
 func RunSwarm(ctx context.Context, opt SwarmOptions, logw io.Writer) (*SwarmResult, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
@@ -94,13 +94,32 @@ func RunSwarm(ctx context.Context, opt SwarmOptions, logw io.Writer) (*SwarmResu
 	if err != nil {
 		return nil, err
 	}
+	res, err := runSwarmNodes(ctx, opt, spec, homes, logw)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(logw, "dense AllReduce baseline: %d workers, %d steps\n", len(homes)-len(opt.Adversaries), opt.Rounds*res.H)
+	if res.AllReduceEvalLoss, err = allReduceLoss(ctx, spec, honestPeers(opt, homes), opt.Rounds); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// runSwarmNodes runs the nodes until every honest one has scored opt.Rounds rounds, stops
+// them, and measures the run.
+func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes []swarmHome, logw io.Writer) (_ *SwarmResult, err error) {
+	links := newSwarmLinks(opt)
+	check, err := links.check(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cpu0, start := cpuTime(), time.Now()
-	nodes, stop, err := startSwarm(ctx, opt, spec, homes)
+	nodes, stop, err := startSwarm(ctx, opt, spec, homes, links.hook())
 	defer func() {
 		cancel()
-		if serr := stop(); serr != nil && err == nil {
+		if serr := errors.Join(stop(), links.close()); serr != nil && err == nil {
 			err = serr
 		}
 	}()
@@ -112,7 +131,8 @@ func RunSwarm(ctx context.Context, opt SwarmOptions, logw io.Writer) (*SwarmResu
 	}
 	wall, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
 	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps,
-		Batch: spec.Training.BatchSize, Transport: "loopback (TCP and QUIC)", CPUSeconds: cpu}
+		Batch: spec.Training.BatchSize, Transport: links.describe(), LinkCheck: check, CPUSeconds: cpu,
+		Wire: links.breakdown(func(i int) bool { return adversaryOf(opt, i) == "" }, opt.Rounds)}
 	final := make([]swarmNode, len(nodes))
 	var verify float64
 	for i, n := range nodes {

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/lowband/lowband/node"
+	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
 // SwarmResult is the JSON object `lowband bench swarm --json` prints. Per node-round
@@ -15,6 +16,9 @@ type SwarmResult struct {
 	H         int    `json:"h"`
 	Batch     int    `json:"batch"`
 	Transport string `json:"transport"`
+	// LinkCheck, on emulated links, is one transfer across a link like the nodes': its
+	// time against its bytes over the uplink plus the latency each way.
+	LinkCheck *p2ptest.LinkCheck `json:"link_check,omitempty"`
 	// DenseBytes is one dense fp32 pseudo-gradient.
 	DenseBytes int64 `json:"dense_bytes"`
 	// StallShare is, for the worst honest node, the time its local work waited for a round
@@ -29,15 +33,25 @@ type SwarmResult struct {
 	// RingAllReduceBytesPerNodeRound is what a ring all-reduce of one dense fp32
 	// pseudo-gradient sends per node (and receives): 2(N−1)/N of it.
 	RingAllReduceBytesPerNodeRound float64 `json:"ring_allreduce_bytes_per_node_round"`
-	// VerifyShare is the nodes' time in verification over the process's CPU time during
-	// the run (every node of the swarm runs in this process). The node meters
-	// verification as wall time around the calls, so on a loaded machine this overstates
-	// it and may pass 1.
+	// Wire breaks the wire bytes down by protocol and gossip part (emulated links only).
+	Wire *WireBreakdown `json:"wire_breakdown,omitempty"`
+	// VerifyShare is the nodes' CPU time in verification over the process's CPU time
+	// during the run (every node of the swarm runs in this process). The node charges
+	// each verification call the CPU time of its thread (Linux; other systems are charged
+	// wall time).
 	VerifyShare float64 `json:"verify_share"`
 	// PeakRSSBytes is the process's peak resident memory: the whole in-process swarm's,
 	// not one node's.
-	PeakRSSBytes int64    `json:"peak_rss_bytes"`
-	EvalLoss     LossPair `json:"eval_loss"`
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// PeakRSSPerNodeBytes is PeakRSSBytes over the nodes, the bootstrap node counted: what
+	// one node's share of the process is, not what a node alone would hold.
+	PeakRSSPerNodeBytes int64    `json:"peak_rss_per_node_bytes"`
+	EvalLoss            LossPair `json:"eval_loss"`
+	// AllReduceEvalLoss is the same run's dense AllReduce baseline at equal tokens: one
+	// worker per honest node on its slice, the spec's model, θ_0, batch and inner
+	// optimizer, gradients averaged every step for Rounds·H steps (in this process, not
+	// over the network), scored on the nodes' held-out batch.
+	AllReduceEvalLoss float64 `json:"allreduce_eval_loss"`
 	// RootsAgree is true when every honest node holds the same state and ledger roots
 	// after the last measured round.
 	RootsAgree  bool    `json:"roots_agree"`
@@ -129,6 +143,7 @@ func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
 	res.EvalLoss = LossPair{Initial: initial / float64(len(honest)), Final: final / float64(len(honest))}
 	res.RingAllReduceBytesPerNodeRound = 2 * float64(res.Nodes-1) / float64(res.Nodes) * float64(res.DenseBytes)
 	res.WallSeconds = wall
+	res.PeakRSSPerNodeBytes = res.PeakRSSBytes / int64(res.Nodes+1)
 	fillAdversaries(res, nodes, honest)
 }
 

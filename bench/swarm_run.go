@@ -10,6 +10,7 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/node"
+	"github.com/lowband/lowband/p2p"
 )
 
 // running is one started node and what Run returned.
@@ -19,9 +20,9 @@ type running struct {
 }
 
 // startSwarm starts the bootstrap node, then the training nodes pointed at it, each
-// running until ctx ends. stop, always callable, waits for every started node to stop
+// running until ctx ends, with link as their node.Options.P2P. stop, always callable, waits for every started node to stop
 // (ctx must be cancelled first) and returns the first error one ended with.
-func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes []swarmHome) ([]*node.Node, func() error, error) {
+func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes []swarmHome, link func(*p2p.Config) error) ([]*node.Node, func() error, error) {
 	var all []running
 	stop := func() error {
 		var errs []error
@@ -33,7 +34,7 @@ func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes
 		return errors.Join(errs...)
 	}
 	start := func(o node.Options) (*node.Node, error) {
-		o.Spec, o.Logger = spec, slog.New(slog.DiscardHandler)
+		o.Spec, o.Logger, o.P2P = spec, slog.New(slog.DiscardHandler), link
 		n, err := node.New(ctx, o)
 		if err != nil {
 			return nil, err

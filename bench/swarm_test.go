@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ func TestSwarmResultFilledAndConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", *res)
-	if got := strings.Count(log.String(), "\n"); got != 3 {
+	if got := strings.Count(log.String(), "round "); got != 3 {
 		t.Errorf("%d progress lines, want one per round:\n%s", got, log.String())
 	}
 	if res.Nodes != 3 || res.Rounds != 3 || !res.RootsAgree {
@@ -33,10 +32,8 @@ func TestSwarmResultFilledAndConsistent(t *testing.T) {
 			t.Errorf("%s = %v", name, v)
 		}
 	}
-	// Verification is metered as wall time around the calls: on a loaded machine its
-	// share may pass 1, so only its presence is asserted.
-	if res.StallShare > 1 || res.VerifyShare <= 0 {
-		t.Errorf("stall share %v not at most 1, or verify share %v not above 0", res.StallShare, res.VerifyShare)
+	if res.StallShare > 1 || res.VerifyShare <= 0 || res.VerifyShare >= 1 {
+		t.Errorf("stall share %v not at most 1, or verify share %v not in (0, 1)", res.StallShare, res.VerifyShare)
 	}
 	if !(res.ContributionBytesPerNodeRound > 0 && res.WireBytesPerNodeRound > res.ContributionBytesPerNodeRound) {
 		t.Errorf("contribution %v B, wire %v B per node-round: a node sends at least its contribution", res.ContributionBytesPerNodeRound, res.WireBytesPerNodeRound)
@@ -47,16 +44,32 @@ func TestSwarmResultFilledAndConsistent(t *testing.T) {
 	if res.PeakRSSBytes <= 0 || res.WallSeconds <= 0 || res.CPUSeconds <= 0 {
 		t.Errorf("peak RSS %d, wall %v s, CPU %v s", res.PeakRSSBytes, res.WallSeconds, res.CPUSeconds)
 	}
+	if !(res.AllReduceEvalLoss > 0 && res.AllReduceEvalLoss < res.EvalLoss.Initial) {
+		t.Errorf("dense AllReduce baseline %v: want a loss below the initial %v", res.AllReduceEvalLoss, res.EvalLoss.Initial)
+	}
 	if res.BadAggregated != nil || res.Adversaries != nil {
 		t.Errorf("adversary fields filled with no adversary: %v %v", res.BadAggregated, res.Adversaries)
 	}
 }
 
-// TestSwarmEmulatedLinksRefused: asking for emulated links is an error, not a run on
-// loopback that looks like one.
-func TestSwarmEmulatedLinksRefused(t *testing.T) {
-	_, err := RunSwarm(context.Background(), SwarmOptions{Nodes: 2, Rounds: 1, LatencyMS: 50, Dir: t.TempDir()}, nil)
-	if !errors.Is(err, ErrNoLinkEmulation) {
-		t.Fatalf("err %v, want ErrNoLinkEmulation", err)
+// TestSwarmRunsOnEmulatedLinks: with --link-mbps and --latency-ms the nodes train on an
+// in-memory network with emulated links: the result says so, counts their wire bytes, and
+// a transfer across one link takes at least its bytes over the uplink plus the latency.
+func TestSwarmRunsOnEmulatedLinks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := RunSwarm(ctx, SwarmOptions{Nodes: 3, Rounds: 2, Task: "synthetic", LinkMbps: 100, LatencyMS: 20, Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v %+v", *res, res.LinkCheck)
+	if !strings.Contains(res.Transport, "emulated") || !res.RootsAgree {
+		t.Errorf("transport %q, roots agree %v", res.Transport, res.RootsAgree)
+	}
+	if !(res.WireBytesPerNodeRound > res.ContributionBytesPerNodeRound && res.ContributionBytesPerNodeRound > 0) {
+		t.Errorf("contribution %v B, wire %v B per node-round on emulated links", res.ContributionBytesPerNodeRound, res.WireBytesPerNodeRound)
+	}
+	if c := res.LinkCheck; c == nil || c.Bytes <= 0 || c.Ratio < 0.95 {
+		t.Errorf("link check %+v: want a transfer no faster than bytes over uplink plus latency", c)
 	}
 }

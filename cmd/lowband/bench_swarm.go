@@ -11,20 +11,25 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lowband/lowband/bench"
+	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
 func benchSwarmCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "swarm",
 		Usage: "an in-process swarm of real nodes training over libp2p, measured from their statuses",
-		Description: "Starts a bootstrap node and --nodes training nodes in this process on loopback, each with\n" +
+		Description: "Starts a bootstrap node and --nodes training nodes in this process, each with\n" +
 			"its own home in a temporary directory, on one generated local network spec (the devnet's\n" +
 			"simulated attestation, the task's default recipe with --inner-steps and --batch, equal\n" +
 			"stakes, genesis now). The first nodes run the --adversaries modes, one each. Runs until\n" +
 			"every honest node has closed and scored --rounds rounds, printing a line per round on\n" +
-			"stderr, and reports from the honest nodes' statuses. peak_rss_bytes is the whole\n" +
+			"stderr, and reports from the honest nodes' statuses; then trains the same run's dense\n" +
+			"AllReduce baseline at equal tokens in this process (allreduce_eval_loss). peak_rss_bytes is the whole\n" +
 			"process's, every node together; verify_share is the nodes' verification CPU over the\n" +
-			"process's CPU. Emulated links (--link-mbps, --latency-ms) are not available yet.",
+			"process's CPU. On loopback sockets, or with --link-mbps or --latency-ms on an in-memory\n" +
+			"network (go-libp2p's mocknet) where each node has an emulated home link: an uplink of\n" +
+			"--link-mbps shared by all its streams and --latency-ms one way; link_check then times a\n" +
+			"1 MiB transfer across one such link against its bytes over the uplink plus the latency.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Value: 4, Usage: "training nodes (a bootstrap node is added)"},
 			&cli.IntFlag{Name: "rounds", Value: 5, Usage: "rounds every honest node must close and score"},
@@ -32,8 +37,8 @@ func benchSwarmCommand() *cli.Command {
 			&cli.IntFlag{Name: "inner-steps", Usage: "inner steps per round (H); 0: the task's default"},
 			&cli.IntFlag{Name: "batch", Usage: "samples per inner step; 0: the task's default"},
 			&cli.StringFlag{Name: "adversaries", Usage: "adversary modes of the first nodes, comma-separated (KIND,KIND)"},
-			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated link bandwidth (not available yet)"},
-			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated link latency (not available yet)"},
+			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated uplink per node, Mbit/s (0: unlimited)"},
+			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated latency, ms one way"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "give up after this long"},
 			jsonFlag,
 		},
@@ -75,14 +80,16 @@ func writeSwarmTable(w io.Writer, r *bench.SwarmResult) error {
 	}{
 		{"task, nodes, rounds", fmt.Sprintf("%s, %d, %d (H %d, batch %d)", r.Task, r.Nodes, r.Rounds, r.H, r.Batch)},
 		{"transport", r.Transport},
+		{"link check (measured / expected)", linkCheckLine(r.LinkCheck)},
 		{"held-out loss", fmt.Sprintf("%.4f -> %.4f", r.EvalLoss.Initial, r.EvalLoss.Final)},
+		{"dense AllReduce baseline loss", fmt.Sprintf("%.4f", r.AllReduceEvalLoss)},
 		{"roots agree", r.RootsAgree},
 		{"stall share (worst)", fmt.Sprintf("%.4f", r.StallShare)},
 		{"contribution B/node-round", fmt.Sprintf("%.0f", r.ContributionBytesPerNodeRound)},
 		{"wire sent B/node-round", fmt.Sprintf("%.0f", r.WireBytesPerNodeRound)},
 		{"ring all-reduce B/node-round", fmt.Sprintf("%.0f", r.RingAllReduceBytesPerNodeRound)},
 		{"verify share of CPU", fmt.Sprintf("%.4f", r.VerifyShare)},
-		{"peak RSS (process)", fmt.Sprintf("%.1f MiB", float64(r.PeakRSSBytes)/(1<<20))},
+		{"peak RSS (process, per node)", fmt.Sprintf("%.1f MiB, %.1f MiB", float64(r.PeakRSSBytes)/(1<<20), float64(r.PeakRSSPerNodeBytes)/(1<<20))},
 		{"wall, CPU", fmt.Sprintf("%.1f s, %.1f s", r.WallSeconds, r.CPUSeconds)},
 	}
 	if r.BadAggregated != nil {
@@ -97,4 +104,12 @@ func writeSwarmTable(w io.Writer, r *bench.SwarmResult) error {
 		}
 	}
 	return nil
+}
+
+// linkCheckLine is a link check as one line; "-" on loopback.
+func linkCheckLine(c *p2ptest.LinkCheck) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d B in %.3f s, expected %.3f s (ratio %.2f)", c.Bytes, c.MeasuredS, c.ExpectedS, c.Ratio)
 }
