@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -11,8 +10,9 @@ import (
 	"github.com/lowband/lowband/training/round"
 )
 
-// localVersion is the version of the local state encoding.
-const localVersion = 1
+// localVersion is the version of the local state encoding (localstate_wire.go). Version
+// 1, CBOR lists of floats, is no longer read: a node restarted on it trains on without it.
+const localVersion = 2
 
 // ErrLocalState: a saved local state that does not decode, is of another version or is
 // larger than any this model makes.
@@ -22,22 +22,22 @@ var ErrLocalState = errors.New("saved local state out of form")
 // machine's (codec residuals, warm starts and ranks, the eager start's own
 // pseudo-gradient), the inner optimizer's moments and step, and its position in its own
 // data order. It is taken at a commit, when no local work is under way, and saved with the
-// checkpoint of that round, or in its own key of the store; a restart restores it, so that
+// checkpoint of that round, or in its own file beside the store; a restart restores it, so that
 // the node trains on from where it stopped. Peers never see it.
 type localState struct {
-	Version uint8 `cbor:"1,keyasint"`
+	Version uint8
 	// Round is the first open round when it was taken.
-	Round     uint64              `cbor:"2,keyasint"`
-	Machine   round.LocalState    `cbor:"3,keyasint"`
-	Optimizer training.AdamWState `cbor:"4,keyasint"`
-	Steps     uint64              `cbor:"5,keyasint"` // inner steps taken
-	Drawn     uint64              `cbor:"6,keyasint"` // samples drawn from the node's data order
+	Round     uint64
+	Machine   round.LocalState
+	Optimizer training.AdamWState
+	Steps     uint64 // inner steps taken
+	Drawn     uint64 // samples drawn from the node's data order
 }
 
 // maxLocalBytes bounds the encoding of a local state of a model of n values: at most five
 // vectors of the model's size (residuals, warm starts, own pseudo-gradient, two moments)
-// of at most 9 bytes a value, and room for names and shapes.
-func maxLocalBytes(n int) int { return 5*9*n + 1<<20 }
+// of 8 bytes a value, and room for gains, names and shapes.
+func maxLocalBytes(n int) int { return 5*8*n + 1<<20 }
 
 var (
 	localEnc = func() cbor.EncMode {
@@ -53,7 +53,7 @@ var (
 			IndefLength:       cbor.IndefLengthForbidden,
 			TagsMd:            cbor.TagsForbidden,
 			MaxNestedLevels:   8,
-			MaxArrayElements:  1<<31 - 1, // the total size is checked first
+			MaxArrayElements:  5 * maxLocalTensors, // the header's lists; the total size is checked first
 			MaxMapPairs:       16,
 			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
 		}.DecMode()
@@ -63,34 +63,6 @@ var (
 		return m
 	}()
 )
-
-// marshal is the local state's canonical encoding.
-func (ls *localState) marshal() ([]byte, error) {
-	c := *ls
-	c.Version = localVersion
-	return localEnc.Marshal(&c)
-}
-
-// decodeLocal decodes a saved local state of a model of n values: its size is checked
-// before decoding, unknown fields, other versions and encodings other than the canonical
-// one are refused (ErrLocalState). What the values say is checked where they are restored.
-func decodeLocal(data []byte, n int) (*localState, error) {
-	if len(data) > maxLocalBytes(n) {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d for this model", ErrLocalState, len(data), maxLocalBytes(n))
-	}
-	var ls localState
-	if err := localDec.Unmarshal(data, &ls); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLocalState, err)
-	}
-	if ls.Version != localVersion {
-		return nil, fmt.Errorf("%w: version %d, this build reads %d", ErrLocalState, ls.Version, localVersion)
-	}
-	again, err := ls.marshal()
-	if err != nil || !bytes.Equal(again, data) {
-		return nil, fmt.Errorf("%w: not in canonical encoding", ErrLocalState)
-	}
-	return &ls, nil
-}
 
 // local is the trainer's part of the local state: the optimizer, the inner steps and the
 // data position. Call it only while no local work is under way (the loop holds the

@@ -1,7 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"errors"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/lowband/lowband/training"
@@ -35,13 +39,17 @@ func TestLocalStateRoundTrips(t *testing.T) {
 	if err != nil || got.Steps != 20 || got.Machine.Codec.Tensors[0].Q[1] != -0.5 || got.Version != localVersion {
 		t.Fatalf("decoded %+v, %v", got, err)
 	}
-	v2 := *ls
-	v2.Version = 2
-	other, _ := localEnc.Marshal(&v2)
+	h, _ := ls.header()
+	h.Version = localVersion + 1
+	other, _ := localEnc.Marshal(&h)
+	lying := bytes.Clone(data)
+	lying = append(lying[:len(lying)-8:len(lying)-8], 0) // a value cut short
 	for name, bad := range map[string][]byte{
 		"too large":      make([]byte, maxLocalBytes(12)+1),
 		"other version":  other,
-		"trailing bytes": append(data, 0),
+		"trailing bytes": append(bytes.Clone(data), 0),
+		"short values":   lying,
+		"no values":      data[:len(data)-8*52],
 		"unknown field":  append([]byte{0xa1, 0x18, 0x63}, data...),
 		"empty":          nil,
 	} {
@@ -71,4 +79,60 @@ func FuzzDecodeLocal(f *testing.F) {
 			t.Fatalf("decoded state encodes to other bytes (%v)", err)
 		}
 	})
+}
+
+// bigLocal is a local state of a model of n values (one low-rank tensor of n/64 × 64, and
+// its moments), every value random, as training leaves them.
+func bigLocal(n int) *localState {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vec := func(k int) []float64 {
+		v := make([]float64, k)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		return v
+	}
+	return &localState{
+		Round: 9,
+		Machine: round.LocalState{
+			Codec: compress.EncoderState{Tensors: []compress.TensorState{{
+				Name: "w", Shape: []int{n / 64, 64}, Residual: vec(n), LowRank: true, Rank: 4, LastRank: 4,
+				Q: vec(64 * 4), Gains: vec(4), Captured: 0.5, Rand: []byte("pcg state"),
+			}}},
+			Own: vec(n), OwnRound: 8, Share: 0.25,
+		},
+		Optimizer: training.AdamWState{T: 7, M: [][]float64{vec(n)}, V: [][]float64{vec(n)}},
+		Steps:     70, Drawn: 2240,
+	}
+}
+
+// TestLocalStateEncodingIsItsValuesOnce: the local state of a model of n values encodes in
+// 8 bytes a value and little more, and encoding it allocates about that once (no growing
+// buffer, no second copy): at a save the node holds the state and its encoding, no more.
+func TestLocalStateEncodingIsItsValuesOnce(t *testing.T) {
+	const n = 1 << 16
+	ls := bigLocal(n)
+	values := 4*n + 64*4 + 4
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	data, err := ls.marshal()
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 8*values+1024 {
+		t.Errorf("encoding of %d bytes for %d values: want at most 8 bytes a value and 1 KiB", len(data), values)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(data))+64<<10 {
+		t.Errorf("encoding %d bytes allocated %d bytes: want at most its size and 64 KiB", len(data), alloc)
+	}
+	got, err := decodeLocal(data, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Machine, ls.Machine) || !reflect.DeepEqual(got.Optimizer, ls.Optimizer) ||
+		got.Round != ls.Round || got.Steps != ls.Steps || got.Drawn != ls.Drawn {
+		t.Error("the decoded local state is not the one encoded")
+	}
 }
