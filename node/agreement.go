@@ -44,9 +44,11 @@ func (l *loop) Agreement() core.Agreement { return *l.agreement.Load() }
 // and logged; so is one whose repair failed, which changed nothing: a peer's record never
 // stops the node.
 func (l *loop) record(in recordIn) (core.Ready, error) {
+	power := l.core.Ledger().Power(in.sr.Signer)
 	rd, err := l.core.Record(l.clk.Now(), in.sr, in.rec)
 	switch {
 	case err == nil:
+		l.votes.add(in.rec.Round, in.rec.NewRoot, power)
 		return rd, nil
 	case errors.Is(err, core.ErrRecord), errors.Is(err, core.ErrRecordWindow),
 		errors.Is(err, core.ErrRecordNoPower), errors.Is(err, core.ErrRecordDuplicate):

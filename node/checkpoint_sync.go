@@ -38,6 +38,9 @@ var errNoProviders = errors.New("no peer left that serves the checkpoint")
 type ckptWant struct {
 	Root [32]byte // the state root it must have: the NewRoot of record Round-1
 	ID   [32]byte // its manifest's ID when known; zero: any manifest of Root
+	// Peers are asked first, before the providers the DHT names: peers whose records
+	// say they hold the state of Root (they made its checkpoint, if they keep it).
+	Peers []peer.ID
 }
 
 // rootKey is the DHT key under which a node announces the checkpoint of a state root (the
@@ -72,10 +75,16 @@ func (s *ckptSyncer) sync(ctx context.Context, want ckptWant) (*checkpoint.Check
 		key = rootKey(want.Root)
 	}
 	found, err := s.find(ctx, key)
-	if err != nil {
+	if err != nil && len(want.Peers) == 0 {
 		return nil, s.failed(want, fmt.Errorf("finding providers: %w", err))
 	}
-	ps := &peerSet{live: found}
+	live := slices.Clone(want.Peers)
+	for _, p := range found {
+		if !slices.Contains(live, p) {
+			live = append(live, p)
+		}
+	}
+	ps := &peerSet{live: live}
 	for {
 		from, m, err := s.manifest(ctx, want, ps)
 		if err != nil {

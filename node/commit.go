@@ -8,17 +8,12 @@ import (
 )
 
 // commit persists a closed round: its record, the new ledger state, the events, the
-// shards of the contributions it includes and the node's signed record (nil: none) in one
-// bbolt transaction; then it swaps the ledger state the API and the gossipsub application
+// shards of the contributions it includes, the node's signed record (nil: none) and its
+// vote (Commit.Vote) in one bbolt transaction; then it swaps the ledger state the API and the gossipsub application
 // score read, so jailed and slashed peers are shed from then on. Called by the round loop
 // only, before anything of the round is published.
 func (l *ledger) commit(c *core.Commit, signed []byte, shards ...store.Shard) error {
-	var err error
-	if signed != nil {
-		err = l.st.CommitSigned(signed, c.Record, c.State, c.Events, shards...)
-	} else {
-		err = l.st.Commit(c.Record, c.State, c.Events, shards...)
-	}
+	err := l.st.CommitRound(store.Round{Record: c.Record, State: c.State, Events: c.Events, Shards: shards, Signed: signed, Vote: c.Vote})
 	if err != nil {
 		return fmt.Errorf("committing round %d: %w", c.Record.Round, err)
 	}

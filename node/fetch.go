@@ -25,10 +25,21 @@ const (
 	fetchManifest  byte = 4 // key: a checkpoint manifest's 32-byte ID
 	fetchChunk     byte = 5 // key: a checkpoint chunk's 32-byte SHA-256
 	fetchManifestR byte = 6 // key: a 32-byte state root: the manifest of its checkpoint
+	// fetchCommitted: key: round (8 bytes, big endian; all ones: the last closed round):
+	// the node's own signed record of that round as it committed it (repaired rounds
+	// included), for late joiners.
+	fetchCommitted byte = 7
 	// fetchSignedRecord: key: round (8 bytes, big endian), signer's peer ID (text): the
 	// signed commit record of that signer for that round.
 	fetchSignedRecord byte = 8
+	// fetchStoredShard: key: round (8 bytes, big endian), a payload CID: a shard of that
+	// round the node stored with a commit (kept since its oldest checkpoint), for late
+	// joiners replaying the rounds after a checkpoint.
+	fetchStoredShard byte = 9
 )
+
+// headRound is the key of fetchCommitted that asks for the last closed round.
+const headRound = ^uint64(0)
 
 // Request bounds: a slot request is the longest.
 const (
@@ -54,6 +65,14 @@ func bundleRequest(h [32]byte) fetchRequest { return fetchRequest{kind: fetchBun
 func slotRequest(k slot) fetchRequest       { return fetchRequest{kind: fetchShardSlot, slot: k} }
 func cidRequest(cid []byte) fetchRequest    { return fetchRequest{kind: fetchShardCID, cid: cid} }
 
+func committedRequest(round uint64) fetchRequest {
+	return fetchRequest{kind: fetchCommitted, slot: slot{round: round}}
+}
+
+func storedShardRequest(round uint64, cid []byte) fetchRequest {
+	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round}, cid: cid}
+}
+
 func recordRequest(round uint64, signer string) fetchRequest {
 	return fetchRequest{kind: fetchSignedRecord, slot: slot{round: round, peer: signer}}
 }
@@ -72,6 +91,11 @@ func (r fetchRequest) marshal() []byte {
 	case fetchSignedRecord:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.slot.peer...)
+	case fetchCommitted:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+	case fetchStoredShard:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+		out = append(out, r.cid...)
 	}
 	return out
 }
@@ -110,6 +134,16 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 		if err := verify.CheckPeerID(r.slot.peer); err != nil {
 			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
 		}
+	case fetchCommitted:
+		if len(key) != 8 {
+			return r, fmt.Errorf("%w: round of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.slot = slot{round: binary.BigEndian.Uint64(key)}
+	case fetchStoredShard:
+		if len(key) <= 8 || len(key) > 8+maxFetchCID {
+			return r, fmt.Errorf("%w: stored shard key of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.slot, r.cid = slot{round: binary.BigEndian.Uint64(key)}, append([]byte(nil), key[8:]...)
 	default:
 		return r, fmt.Errorf("%w: kind %d", ErrBadFetchRequest, r.kind)
 	}
@@ -117,12 +151,21 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 }
 
 // fetchServer answers fetch requests from the bundle registry, the content store, the
-// record book and the kept checkpoints (nil: none).
+// record book, the kept checkpoints and the committed rounds (nil: none).
 type fetchServer struct {
 	reg     *registry
 	content *contentStore
 	records *recordBook
 	ckpts   checkpointSource
+	rounds  roundServer
+	limits  *fetchLimits // per-peer request budget; nil: none
+}
+
+// roundServer serves the node's committed rounds to late joiners (*store.Store through
+// storedRounds). Safe for concurrent use; what it does not hold is nil.
+type roundServer interface {
+	committed(round uint64) []byte         // signed record; headRound: the last closed round's
+	shard(round uint64, cid []byte) []byte // a stored shard of round with that payload CID
 }
 
 // checkpointSource is what serves checkpoints (*store.Store). Safe for concurrent use; an
@@ -141,10 +184,13 @@ func newFetchServer(reg *registry, content *contentStore, records *recordBook) *
 
 // handle implements p2p.Handler: a malformed request resets the stream, an object the
 // node does not hold gets an empty response.
-func (s *fetchServer) handle(_ context.Context, _ peer.ID, req []byte) ([]byte, error) {
+func (s *fetchServer) handle(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
 	r, err := parseFetchRequest(req)
 	if err != nil {
 		return nil, err
+	}
+	if s.limits != nil && !s.limits.allow(from, r.kind) {
+		return nil, errFetchRateLimited
 	}
 	switch r.kind {
 	case fetchBundle:
@@ -155,6 +201,14 @@ func (s *fetchServer) handle(_ context.Context, _ peer.ID, req []byte) ([]byte, 
 		return s.checkpoint(r), nil
 	case fetchSignedRecord:
 		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer}), nil
+	case fetchCommitted, fetchStoredShard:
+		if s.rounds == nil {
+			return nil, nil
+		}
+		if r.kind == fetchCommitted {
+			return s.rounds.committed(r.slot.round), nil
+		}
+		return s.rounds.shard(r.slot.round, r.cid), nil
 	default:
 		return s.content.shard(r.slot), nil
 	}
@@ -209,7 +263,7 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxManifestSize
 	case fetchChunk:
 		maxResp = checkpoint.MaxChunkSize
-	case fetchSignedRecord:
+	case fetchSignedRecord, fetchCommitted:
 		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)

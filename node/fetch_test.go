@@ -61,6 +61,8 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(fetchRequest{kind: fetchChunk, hash: [32]byte{5}}.marshal())
 	f.Add(fetchRequest{kind: fetchManifestR, hash: [32]byte{6}}.marshal())
 	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
+	f.Add(committedRequest(headRound).marshal())
+	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)

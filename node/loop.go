@@ -70,6 +70,7 @@ type loop struct {
 	view      atomic.Pointer[core.View]
 	agreement atomic.Pointer[core.Agreement] // the core's after the last event
 	agreeMet  *agreementMetrics              // nil: none
+	votes     voteBook                       // roots named by the records taken, for GET /agreement
 	fetched   map[slot]struct{}              // shards fetched by CID for the pending repair
 	ckpt      *checkpointer                  // makes the checkpoints off the loop (nil: none)
 	startWait time.Duration                  // longest wait for the genesis peers before round 0
@@ -213,7 +214,12 @@ func (l *loop) handle(ev any) (core.Ready, error) {
 		}
 		return rd, nil
 	case evidenceIn:
-		return l.core.Evidence(e.ev)
+		rd, err := l.core.Evidence(e.ev)
+		if err != nil { // record equivocation evidence decided a round again, and failed
+			l.log.Warn("repair failed", "evidence", e.ev.ID().String(), "err", err)
+			return core.Ready{}, nil
+		}
+		return rd, nil
 	case recordIn:
 		return l.record(e)
 	}

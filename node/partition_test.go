@@ -146,13 +146,14 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 		return len(missed) >= 2
 	})
 	gate.Restore()
+	alone, _ := head(cut) // the last round it closed while cut off
 	restored := medianHead(others)
 	for _, n := range append([]*Node{boot}, others...) {
 		if err := cut.host.Connect(ctx, n.host.AddrInfo()); err != nil {
 			t.Fatalf("reconnecting to %s: %v", n.ID(), err)
 		}
 	}
-	t.Logf("%s: let back; the others closed rounds %d to %d, %v without it", time.Now().Format("15:04:05.000"), start+1, restored, missed)
+	t.Logf("%s: let back; the others closed rounds %d to %d, %v without it; it closed up to %d", time.Now().Format("15:04:05.000"), start+1, restored, missed, alone)
 
 	// Within 2 rounds: before most others close round restored+3, the node holds the
 	// root most of them hold for the last round both closed, from restored on.
@@ -183,8 +184,12 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 	})
 	a := cut.train.loop.Agreement()
 	t.Logf("%s: back on the others' root at round %d (let back after round %d); agreement %+v", time.Now().Format("15:04:05.000"), at, restored, a)
-	if a.Repairs == 0 {
-		t.Error("the node holds the others' root without having repaired a round")
+	// A missed round it closed alone (its list short of the others' contributions) must be
+	// repaired; one it closed only after it was let back it settles at its close, with the
+	// others' records already in (no repair).
+	closedAlone := alone >= missed[0]
+	if closedAlone && a.Repairs == 0 {
+		t.Errorf("the node closed round %d alone and holds the others' root without having repaired a round", alone)
 	}
 	for _, r := range missed {
 		if want, got := majorityRoot(t, others, r), storedRoot(t, cut, r); !bytes.Equal(got, want) {
@@ -192,7 +197,7 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 		}
 	}
 	metrics := string(get(t, "http://"+cut.APIAddr()+"/metrics"))
-	if !strings.Contains(metrics, "lowband_agreement_repairs_total ") || strings.Contains(metrics, "lowband_agreement_repairs_total 0\n") {
+	if closedAlone && (!strings.Contains(metrics, "lowband_agreement_repairs_total ") || strings.Contains(metrics, "lowband_agreement_repairs_total 0\n")) {
 		t.Error("metrics count no repair")
 	}
 }

@@ -77,9 +77,15 @@ func (rp *replayer) replayFrom(s roundSource, st round.State, led *incentives.St
 
 // replayOne closes the round of rec again from st and led.
 func (rp *replayer) replayOne(s roundSource, st round.State, led *incentives.State, rec *incentives.Record) (round.State, *incentives.State, error) {
+	next, nextLed, _, err := rp.replayRound(s, st, led, rec)
+	return next, nextLed, err
+}
+
+// replayRound is replayOne, also returning the ledger's events of the round.
+func (rp *replayer) replayRound(s roundSource, st round.State, led *incentives.State, rec *incentives.Record) (round.State, *incentives.State, []incentives.Event, error) {
 	contribs, err := rp.contributions(s, rec)
 	if err != nil {
-		return st, led, err
+		return st, led, nil, err
 	}
 	peers := make([]string, len(rec.Contributions))
 	for i, c := range rec.Contributions {
@@ -87,17 +93,17 @@ func (rp *replayer) replayOne(s roundSource, st round.State, led *incentives.Sta
 	}
 	next, _, err := round.Step(rp.cfg, st, contribs, core.WeightsOf(led, peers))
 	if err != nil {
-		return st, led, err
+		return st, led, nil, err
 	}
 	if root := next.Root(); !bytes.Equal(root[:], rec.ModelRoot) {
-		return st, led, fmt.Errorf("the stored shards give model root %x, the record says %x", root[:8], rec.ModelRoot[:min(8, len(rec.ModelRoot))])
+		return st, led, nil, fmt.Errorf("the stored shards give model root %x, the record says %x", root[:8], rec.ModelRoot[:min(8, len(rec.ModelRoot))])
 	}
-	nextLed, _, err := led.Apply(rec, rp.p.Checker)
+	nextLed, events, err := led.Apply(rec, rp.p.Checker)
 	if err != nil {
-		return st, led, err
+		return st, led, nil, err
 	}
 	rp.snapshot(core.Snapshot{Pre: st, Ledger: led, Record: rec, Contributions: contribs})
-	return next, nextLed, nil
+	return next, nextLed, events, nil
 }
 
 // snapshot keeps sn among the last keep rounds replayed.

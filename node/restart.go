@@ -10,6 +10,7 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
@@ -72,6 +73,9 @@ func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger
 	if !bytes.Equal(replayed.Head, led.Head) {
 		return resumePoint{}, fmt.Errorf("resuming at round %d: the replayed ledger's root %x is not the stored one %x", led.Round, replayed.Head, led.Head)
 	}
+	if err := keptVotes(l.st, rep.snaps); err != nil {
+		return resumePoint{}, fmt.Errorf("resuming at round %d: %w", led.Round, err)
+	}
 	rp := resumePoint{state: model, ledger: led, first: led.Round + uint64(p.round.Delay) + 1, snaps: rep.snaps}
 	if trained && len(blob) > 0 {
 		if rp.local, err = decodeLocal(blob, values(init.Params)); err != nil {
@@ -81,6 +85,19 @@ func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger
 	log.Info(fmt.Sprintf("resumed at round %d from checkpoint %d, replayed %d rounds, in %.1f seconds", led.Round, c, led.Round-c, time.Since(began).Seconds()),
 		"round", led.Round, "checkpoint", c, "replayed", led.Round-c, "seconds", time.Since(began).Seconds(), "first_local_round", rp.first, "repairable", len(rp.snaps))
 	return rp, nil
+}
+
+// keptVotes gives each snapshot the vote the store kept for its round (none: nil), so
+// that the core resends those bytes and signs nothing again (core.Seed).
+func keptVotes(st *store.Store, snaps []core.Snapshot) error {
+	for i := range snaps {
+		v, err := st.Vote(snaps[i].Record.Round)
+		if err != nil {
+			return err
+		}
+		snaps[i].Vote = v
+	}
+	return nil
 }
 
 // repairDepth is how many closed rounds stay open to repair on the network of s.

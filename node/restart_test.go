@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -174,17 +175,22 @@ func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 	checkTamperedHomesRefused(t, ctx, rs.homes[last], rs.cfgs[last], rs.spec)
 	checkResumeSeedsRepairWindow(t, rs.homes[last], rs.spec)
 
+	h0 := lowHead(rs.nodes[:last])
 	n, next, root := rs.startLast(t, ctx)
 	if next != led.Round || root != roots[led.Round-1] {
 		t.Fatalf("resumed at round %d with state root %s, want round %d with %s", next, root, led.Round, roots[led.Round-1])
 	}
+	checkBackOnTheirRoots(t, ctx, n, rs.nodes[:last], h0)
 	after := closedRounds(t, ctx, n, 3)
 	// From round next+2 the node trains again. Before it, it signs nothing new (core's
 	// TestResumedCoreSignsNoShardOfTheRoundsItSkips), but what it signed before it stopped
 	// may be included: its peers hold it, and a repair takes it back.
+	// A catch-up to peers that moved on while it was stopped moves its first local round
+	// on with it.
+	first := max(next+2, n.train.firstLocal.Load())
 	for _, r := range after.Rounds[:3] {
-		if own := slices.Contains(r.Included, n.ID().String()); r.Round >= next+2 && !own {
-			t.Errorf("round %d after the restart at %d: own contribution included %v", r.Round, next, own)
+		if own := slices.Contains(r.Included, n.ID().String()); r.Round >= first && !own {
+			t.Errorf("round %d after the restart at %d (local work from round %d): own contribution included %v", r.Round, next, first, own)
 		}
 	}
 	again, led2 := storedRoots2(t, n)
@@ -196,6 +202,44 @@ func TestRestartResumesAtTheCommittedRound(t *testing.T) {
 			t.Fatalf("round %d committed before the restart: root %s, now %s", r, root, again[r])
 		}
 	}
+}
+
+// checkBackOnTheirRoots: from the second round after h0 (the others' head when n was
+// started again) on, n holds the others' state root: rounds h0+2 and h0+3 once all have
+// closed them.
+func checkBackOnTheirRoots(t *testing.T, ctx context.Context, n *Node, others []*Node, h0 uint64) {
+	t.Helper()
+	if err := p2ptest.Poll(ctx, "3 rounds closed after the restart", 50*time.Millisecond, func() bool {
+		h, ok := head(n)
+		return ok && h >= h0+3 && lowHead(others) >= h0+3
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for r := h0 + 2; r <= h0+3; r++ {
+		if want, got := majorityRoot(t, others, r), storedRoot(t, n, r); !bytes.Equal(got, want) {
+			t.Errorf("round %d, after a restart at the others' round %d: root %x, they hold %x", r, h0, got, want)
+		}
+	}
+}
+
+// TestRestartFarBehindIsBackOnTheirRoots: a node of a swarm of three stopped for longer
+// than its peers keep shards and records to repair from (8 rounds, they keep 6) is, once
+// started again on its home, on their state root from the second round after.
+func TestRestartFarBehindIsBackOnTheirRoots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	rs := startRestartSwarm(t, ctx, 3)
+	last := len(rs.nodes) - 1
+	closedRounds(t, ctx, rs.nodes[last], 3)
+	rs.stop()
+	_, led := storedRoots(t, rs.homes[last])
+	others := rs.nodes[:last]
+	if err := p2ptest.Poll(ctx, "8 rounds closed by the others", 50*time.Millisecond, func() bool { return lowHead(others) >= led.Round+8 }); err != nil {
+		t.Fatal(err)
+	}
+	h0 := lowHead(others)
+	n, _, _ := rs.startLast(t, ctx)
+	checkBackOnTheirRoots(t, ctx, n, others, h0)
 }
 
 // storedRoots2 reads the roots of a running node's store.

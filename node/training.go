@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -38,10 +39,32 @@ func newCore(p *Params, s *configs.Spec, key crypto.PrivKey, st round.State, led
 // trainingParts are what a training node adds to a bootstrap node.
 type trainingParts struct {
 	params  *Params
+	spec    *configs.Spec
+	key     crypto.PrivKey // the node's identity: its core signs records with it
 	initial round.State
-	loop    *loop
-	prog    *progress
-	saving  sync.Mutex // held while a local state is written (saveLocal)
+	resumed resumePoint // where training started (resume); a catch-up goes on from it
+	// firstLocal is the first round the node does local work for: where it started, or
+	// where a late join or a catch-up moved it (reset).
+	firstLocal atomic.Uint64
+	loop       *loop
+	prog       *progress
+	saving     sync.Mutex // held while a local state is written (saveLocal)
+}
+
+// reset gives the loop, before it runs, a new core at rp (a late join), with the rounds
+// rp replayed to repair and local work from rp.first on.
+func (tp *trainingParts) reset(rp resumePoint, log *slog.Logger) error {
+	c, err := newCore(tp.params, tp.spec, tp.key, rp.state, rp.ledger)
+	if err != nil {
+		return err
+	}
+	if err := restoreLocal(rp, c, tp.loop.train, tp.params.Training.InnerSteps, log); err != nil {
+		return err
+	}
+	tp.loop.core, tp.initial = c, rp.state
+	tp.firstLocal.Store(rp.first)
+	tp.loop.setView()
+	return nil
 }
 
 // newTraining builds the node's training: data, trainer, evaluator, core, progress and the
@@ -88,7 +111,9 @@ func newTraining(p *Params, s *configs.Spec, cfg *configs.Config, key crypto.Pri
 	if l.agreeMet, err = newAgreementMetrics(reg, l.Agreement); err != nil {
 		return nil, err
 	}
-	return &trainingParts{params: p, initial: st, loop: l, prog: prog}, nil
+	tp := &trainingParts{params: p, spec: s, key: key, initial: st, resumed: rp, loop: l, prog: prog}
+	tp.firstLocal.Store(rp.first)
+	return tp, nil
 }
 
 // denseBytes is the size of one dense fp32 pseudo-gradient of ts: 4 bytes a parameter.
@@ -119,6 +144,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
 		Ledger:  n.ledger.state.Load,
 		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
+		Peers:   func() []peer.ID { return n.host.TopicPeers(p2p.KindRecords) },
 		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
 		Publish: publish, Metrics: met, Log: n.log,
 	})
@@ -168,6 +194,8 @@ func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
 func (n *Node) serveFetch() {
 	srv := newFetchServer(n.checks.reg, n.checks.content, n.checks.records)
 	srv.ckpts = n.ledger.st
+	srv.rounds = storedRounds{st: n.ledger.st, maxPayload: n.opts.Spec.Training.Compression.MaxShardBytes}
+	srv.limits = newFetchLimits(n.checks.cfg.Metrics.fetchRefused)
 	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
 }
 

@@ -41,7 +41,7 @@ const (
 	reasonEvidence      = "evidence"       // evidence that proves nothing
 	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
 	reasonUnstaked      = "unstaked"       // a record whose signer holds no stake: it carries no weight
-	reasonSecondRecord  = "second_record"  // another record of a signer for a round: the first counts
+	reasonSecondRecord  = "second_record"  // a third different record of a signer for a round or more: the second proved the double vote
 )
 
 // reasons is the set of every reason.
@@ -211,6 +211,9 @@ type fullConfig struct {
 	Stash   *Stash
 	Content *contentStore
 	Fetch   *fetchClient
+	// Peers returns the peers to ask for a record a forwarder failed to send (the records
+	// topic's; nil: none but the forwarders).
+	Peers func() []peer.ID
 	// Deliver sends an event (shardIn, evidenceIn, recordIn) to the loop's inbox without blocking,
 	// and reports false when the inbox is full.
 	Deliver func(ev any) bool
@@ -312,6 +315,7 @@ func (f *fullChecks) setView(v core.View) {
 	from := keptFrom(v)
 	f.records.prune(from)
 	f.content.prune(from)
+	f.offerAside(v)
 }
 
 // keptFrom is the oldest round whose shards and records a node keeps to serve: twice its
@@ -406,18 +410,18 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 }
 
 func (f *fullChecks) checkSignature(s *verify.Shard, key ed25519.PublicKey) error {
-	defer f.spent.since(time.Now())
+	defer f.spent.stop(f.spent.start())
 	return verify.CheckShardSignature(s, key)
 }
 
 // checkSignatures checks shards' signatures in one batch (verify.CheckShardSignatures).
 func (f *fullChecks) checkSignatures(shards []*verify.Shard, keys []ed25519.PublicKey) []error {
-	defer f.spent.since(time.Now())
+	defer f.spent.stop(f.spent.start())
 	return verify.CheckShardSignatures(shards, keys)
 }
 
 func (f *fullChecks) checkContent(payload []byte) error {
-	defer f.spent.since(time.Now())
+	defer f.spent.stop(f.spent.start())
 	return f.cfg.Checker.ContentCheck(payload)
 }
 

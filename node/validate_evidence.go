@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -34,12 +33,16 @@ func (f *fullChecks) evidenceCheck(_ context.Context, fwd peer.ID, _ []byte, obj
 	return p2p.Accept, reasonOK
 }
 
-// evidenceWindow ignores evidence about a round older than the ledger's evidence window
-// before the first open round, or further ahead of it than that window (Build defers
-// such evidence no further).
+// evidenceWindow ignores evidence about a round (the one it claims, Evidence.Claim) older
+// than the ledger's evidence window before the first open round, or further ahead of it
+// than that window (Build defers such evidence no further).
 func (f *fullChecks) evidenceWindow(e *incentives.Evidence) (p2p.Result, string) {
 	v, w := *f.view.Load(), f.cfg.EvidenceWindow
-	r := e.Headers[0].Header.Round
+	off, err := e.Claim()
+	if err != nil {
+		return p2p.Reject, reasonEvidence
+	}
+	r := off.Round
 	switch {
 	case v.NextClose > w && r < v.NextClose-w:
 		return p2p.Ignore, reasonLate
@@ -50,7 +53,7 @@ func (f *fullChecks) evidenceWindow(e *incentives.Evidence) (p2p.Result, string)
 }
 
 func (f *fullChecks) checkEvidence(e *incentives.Evidence) error {
-	defer f.spent.since(time.Now())
+	defer f.spent.stop(f.spent.start())
 	_, err := f.evidence.Check(e)
 	return err
 }
@@ -58,12 +61,8 @@ func (f *fullChecks) checkEvidence(e *incentives.Evidence) error {
 // report checks evidence the node made, then delivers it to the loop and publishes it,
 // once per offence, off the validator's goroutine.
 func (f *fullChecks) report(e *incentives.Evidence) {
-	h := &e.Headers[0].Header
-	off := incentives.Offence{Kind: e.Kind, Peer: h.Peer, Round: h.Round, Index: h.Index}
-	if e.Kind == incentives.KindInvalidAttestation {
-		off.Index = 0
-	}
-	if !f.remember(off) {
+	off, err := e.Claim()
+	if err != nil || !f.remember(off) {
 		return
 	}
 	started := f.goAsync(func(ctx context.Context) {

@@ -43,25 +43,33 @@ func recordWindow(v core.View, round uint64) (p2p.Result, string) {
 }
 
 // recordCheck is the records topic's full check, cheapest first: the round window, the
-// signer's stake in the ledger in force (a record without it carries no weight), the
-// first record of the signer for the round (the same bytes again pass, others are
-// ignored: the first counts), the signature (on a verification slot), then the loop's
-// inbox. The node's own record is held to be served, not handed to the loop. A record of
-// a signer whose records of earlier rounds of the window the node lacks makes it ask the
-// forwarder for them (fillGaps).
+// signer among the core's voters (voter: a record of a signer with power in no ledger of
+// the window carries no weight and is not kept; one of a round not closed yet is set
+// aside, and checked again when a view counts its signer among the voters: offerAside),
+// the first record of the signer for the round and the first other one (the same bytes
+// again pass; the second passes once, so that gossip carries it to every node, which
+// then drops the signer's vote on the round; a third and later are ignored), the
+// signature (on a verification slot), then the loop's inbox. The node's own record is
+// held to be served, not handed to the loop. A record of a signer whose records of
+// earlier rounds of the window the node lacks makes it ask the forwarder for them
+// (fillGaps).
 func (f *fullChecks) recordCheck(_ context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
 	in := obj.(recordIn)
-	if r, reason := recordWindow(*f.view.Load(), in.rec.Round); r != p2p.Accept {
+	v := f.view.Load()
+	if r, reason := recordWindow(*v, in.rec.Round); r != p2p.Accept {
 		return r, reason
 	}
-	if led := f.ledger(); led != nil && led.Stake(in.sr.Signer) == 0 {
+	key, hash := recordKey{round: in.rec.Round, signer: in.sr.Signer}, sha256.Sum256(data)
+	if !f.voter(v, in.sr.Signer) {
+		if key.round >= v.NextClose && fwd != f.cfg.Self {
+			f.records.setAside(key, fwd, data) // its round's ledger may give it power
+		}
 		return p2p.Ignore, reasonUnstaked
 	}
-	key, hash := recordKey{round: in.rec.Round, signer: in.sr.Signer}, sha256.Sum256(data)
 	switch f.records.find(key, hash) {
 	case putSame:
 		return p2p.Accept, reasonOK
-	case putConflict:
+	case putRepeated:
 		return p2p.Ignore, reasonSecondRecord
 	}
 	local := fwd == f.cfg.Self
@@ -75,10 +83,11 @@ func (f *fullChecks) recordCheck(_ context.Context, fwd peer.ID, data []byte, ob
 			return p2p.Reject, reasonSignature
 		}
 	}
-	switch f.records.put(key, hash, data) {
+	took := f.records.put(key, hash, data)
+	switch took {
 	case putSame:
 		return p2p.Accept, reasonOK // a copy checked meanwhile took the slot
-	case putConflict:
+	case putRepeated:
 		return p2p.Ignore, reasonSecondRecord
 	}
 	if local {
@@ -88,13 +97,27 @@ func (f *fullChecks) recordCheck(_ context.Context, fwd peer.ID, data []byte, ob
 		f.records.remove(key, hash)
 		return p2p.Ignore, reasonBusy
 	}
-	f.fillGaps(fwd, key)
+	if took == putNew {
+		f.fillGaps(fwd, key)
+	}
 	return p2p.Accept, reasonOK
 }
 
 func (f *fullChecks) verifyRecord(sr *incentives.SignedRecord) error {
-	defer f.spent.since(time.Now())
+	defer f.spent.stop(f.spent.start())
 	return sr.Verify()
+}
+
+// voter reports whether signer's records may weigh: it is one of the view's voters (power
+// in the ledger at the start of a round of the window, the ledger in force or the next:
+// core.View.Voters), or, before the core gave a view with them, holds voting power in the
+// ledger in force.
+func (f *fullChecks) voter(v *core.View, signer string) bool {
+	if v.Voters != nil {
+		return v.Voters[signer]
+	}
+	led := f.ledger()
+	return led == nil || led.Power(signer) > 0
 }
 
 // ledger is the ledger in force, nil when the config has none.
@@ -122,12 +145,55 @@ func (f *fullChecks) fillGaps(fwd peer.ID, key recordKey) {
 }
 
 // fetchRecord asks from for the record of k and checks what it sends as gossip,
-// counted as the records topic's.
+// counted as the records topic's. When from fails (no answer in time, an answer that is
+// not the record asked for, a record the checks reject, or none held), it asks another
+// peer of the records topic not asked for k yet, at most maxGapFallbacks more, each peer
+// with at most maxGapsPerPeer such fetches in flight: a forwarder that stalls or lies
+// does not keep the node from a record others hold.
 func (f *fullChecks) fetchRecord(ctx context.Context, from peer.ID, k recordKey) {
+	for tries := 0; ; tries++ {
+		if f.recordFrom(ctx, from, k) || tries == maxGapFallbacks || ctx.Err() != nil {
+			return
+		}
+		var peers []peer.ID
+		if f.cfg.Peers != nil {
+			peers = f.cfg.Peers()
+		}
+		next, ok := f.records.another(k, peers, f.cfg.Self)
+		if !ok {
+			return
+		}
+		from = next
+	}
+}
+
+// askWait is how often a gap fetch waiting for a peer's fetches in flight looks again.
+const askWait = 20 * time.Millisecond
+
+// recordFrom asks from for the record of k, at most maxGapsPerPeer at once per peer (it
+// waits for a slot: a peer busy with this node's other gaps has not failed), and reports
+// whether asking is over: the record was taken, or ignored for its round or the node's
+// load (asking another would not help). It is not over when from did not answer or hold
+// it, or sent what the checks reject.
+func (f *fullChecks) recordFrom(ctx context.Context, from peer.ID, k recordKey) bool {
+	for !f.records.startAsk(from) { // wait for one of from's fetches to end (each is bounded)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(askWait):
+		}
+	}
+	defer f.records.endAsk(from)
 	data, err := f.cfg.Fetch.fetch(ctx, from, recordRequest(k.round, k.signer))
 	if err != nil {
-		return
+		return false
 	}
+	return f.checkRecordAgain(ctx, from, data, k)
+}
+
+// checkRecordAgain checks data, the record of k that came from from outside gossip, as
+// gossip, counted as the records topic's; false when the checks reject it.
+func (f *fullChecks) checkRecordAgain(ctx context.Context, from peer.ID, data []byte, k recordKey) bool {
 	obj, r, reason := f.cfg.Wire.record(data)
 	if r == p2p.Accept {
 		if in := obj.(recordIn); in.rec.Round != k.round || in.sr.Signer != k.signer {
@@ -138,4 +204,16 @@ func (f *fullChecks) fetchRecord(ctx context.Context, from peer.ID, k recordKey)
 		r, reason = f.recordCheck(ctx, from, data, obj)
 	}
 	f.cfg.Metrics.counted(p2p.KindRecords, r, reason)
+	return r != p2p.Reject
+}
+
+// offerAside checks again, off the loop, the records set aside whose signer is a voter
+// of v (the view's voters changed: a round's ledger gave it power), and forgets those of
+// rounds v no longer keeps.
+func (f *fullChecks) offerAside(v core.View) {
+	for _, a := range f.records.takeAside(v.RepairFrom, func(signer string) bool { return f.voter(&v, signer) }) {
+		f.enqueue(&f.gaps, fmt.Sprint("aside", a.key.round, a.key.signer), a.key.round, func(ctx context.Context) {
+			_ = f.checkRecordAgain(ctx, a.fwd, a.data, a.key)
+		})
+	}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -97,12 +98,35 @@ func TestRecordsCheckedAndCounted(t *testing.T) {
 	}
 	ft.expect("the same record again", p2p.KindRecords, good, p2p.Accept, reasonOK)
 	ft.inboxEmpty("the same record again")
-	ft.expect("a second record of the signer for the round", p2p.KindRecords, signedRecordBytes(t, fx, "alice", 9, 1), p2p.Ignore, reasonSecondRecord)
-	ft.inboxEmpty("a second record")
 	ft.expect("a record of a round not closed yet", p2p.KindRecords, signedRecordBytes(t, fx, "bob", 11, 0), p2p.Accept, reasonOK)
 	if in := (<-ft.inbox).(recordIn); in.rec.Round != 11 {
 		t.Fatalf("inbox got round %d", in.rec.Round)
 	}
+}
+
+// TestRecordSignedTwiceForwardedOnceThenIgnored: a second, different record of a signer
+// for a round passes (Accept: gossip carries it to every node, so all hold both and drop
+// the vote alike) and reaches the loop once; a third and later are ignored.
+func TestRecordSignedTwiceForwardedOnceThenIgnored(t *testing.T) {
+	ft := newRecordTest(t, 16, nil)
+	fx := ft.fx
+	ft.expect("a first record", p2p.KindRecords, signedRecordBytes(t, fx, "alice", 9, 0), p2p.Accept, reasonOK)
+	<-ft.inbox
+	second := signedRecordBytes(t, fx, "alice", 9, 1)
+	ft.expect("a second record of the signer for the round", p2p.KindRecords, second, p2p.Accept, reasonOK)
+	if in := (<-ft.inbox).(recordIn); in.rec.Round != 9 || in.rec.NewRoot[0] != 1 {
+		t.Fatalf("inbox got round %d, variant %d", in.rec.Round, in.rec.NewRoot[0])
+	}
+	ft.expect("the second record again", p2p.KindRecords, second, p2p.Accept, reasonOK)
+	ft.inboxEmpty("the second record again")
+	ft.expect("a third record", p2p.KindRecords, signedRecordBytes(t, fx, "alice", 9, 2), p2p.Ignore, reasonSecondRecord)
+	ft.inboxEmpty("a third record")
+	forged := signRecordAs(t, "alice", fx.Network, fx.Run, 10, 1)
+	ft.expect("a first record of round 10", p2p.KindRecords, signedRecordBytes(t, fx, "alice", 10, 0), p2p.Accept, reasonOK)
+	<-ft.inbox
+	forged.Sig[0] ^= 1
+	ft.expect("a forged second record", p2p.KindRecords, forged.Marshal(), p2p.Reject, reasonSignature)
+	ft.inboxEmpty("a forged second record")
 }
 
 // TestRecordWithAFullInboxIgnoredBusyThenTaken: a record that finds the loop's inbox full
@@ -201,5 +225,100 @@ func TestRecordGapsFetchedFromTheForwarder(t *testing.T) {
 	defer served.mu.Unlock()
 	if len(served.asked) != 3 {
 		t.Fatalf("asked for rounds %v, want 7, 8 and 9 once each", served.asked)
+	}
+}
+
+// TestRecordEquivocationEvidenceCheckedAndDelivered: two records of one signer for one
+// round, as evidence on the evidence topic, are checked and reach the loop (the evidence
+// has no shard header to read the round from: the double vote's round is read instead).
+func TestRecordEquivocationEvidenceCheckedAndDelivered(t *testing.T) {
+	ft := newRecordTest(t, 16, nil)
+	ev, err := incentives.NewRecordEquivocation(signRecordAs(t, "alice", ft.fx.Network, ft.fx.Run, 9, 0), signRecordAs(t, "alice", ft.fx.Network, ft.fx.Run, 9, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft.expect("record equivocation", p2p.KindEvidence, ev.Marshal(), p2p.Accept, reasonOK)
+	if in, ok := (<-ft.inbox).(evidenceIn); !ok || in.ev.ID() != ev.ID() {
+		t.Fatal("the evidence did not reach the loop")
+	}
+	old, err := incentives.NewRecordEquivocation(signRecordAs(t, "alice", ft.fx.Network, ft.fx.Run, 1, 0), signRecordAs(t, "alice", ft.fx.Network, ft.fx.Run, 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft.expect("record equivocation out of the evidence window", p2p.KindEvidence, old.Marshal(), p2p.Ignore, reasonLate)
+}
+
+// TestRecordOfASignerWithPowerOnlyInItsRoundsLedgerAccepted: the cheap stake check reads
+// the core's voters (power in a ledger of the window), not only the ledger in force: a
+// signer slashed to nothing since still weighs in the rounds before, and its record
+// passes; a signer in neither is ignored before its signature is checked.
+func TestRecordOfASignerWithPowerOnlyInItsRoundsLedgerAccepted(t *testing.T) {
+	ft := newRecordTest(t, 16, nil)
+	carol := incentivestest.PeerID("carol") // no stake in the ledger in force
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{carol: true}})
+	ft.expect("a voter of the window", p2p.KindRecords, signedRecordBytes(t, ft.fx, "carol", 8, 0), p2p.Accept, reasonOK)
+	if in := (<-ft.inbox).(recordIn); in.sr.Signer != carol {
+		t.Fatalf("inbox got %s's record", in.sr.Signer)
+	}
+}
+
+// TestRecordOfAStakedSignerWithoutPowerIgnoredUnchecked: a signer with stake but no voting
+// power (below the minimum stake, or not among the core's voters) weighs nothing: its
+// record is ignored before its signature is checked, and never stored.
+func TestRecordOfAStakedSignerWithoutPowerIgnoredUnchecked(t *testing.T) {
+	led, err := store.GenesisFromSpec(configs.IncentivesSpec{
+		Stakes:   map[string]uint64{incentivestest.PeerID("alice"): 100, incentivestest.PeerID("dave"): 5},
+		MinStake: 10, Reward: 1, EvidenceWindow: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := newRecordTest(t, 16, func(c *fullConfig) { c.Ledger = func() *incentives.State { return led } })
+	ft.expect("below the minimum stake", p2p.KindRecords, signedRecordBytes(t, ft.fx, "dave", 8, 0), p2p.Ignore, reasonUnstaked)
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{}})
+	ft.expect("staked, no voter of the window", p2p.KindRecords, signedRecordBytes(t, ft.fx, "alice", 8, 0), p2p.Ignore, reasonUnstaked)
+	ft.inboxEmpty("records without power")
+	if ft.f.records.get(recordKey{round: 8, signer: incentivestest.PeerID("dave")}) != nil || ft.f.records.get(recordKey{round: 8, signer: incentivestest.PeerID("alice")}) != nil {
+		t.Fatal("a record without power was stored")
+	}
+}
+
+// TestRecordOfANoVoterOfTheViewOfferedAgainWhenItVotes: a record of the round after the
+// next to close, whose signer is no voter of the view when it comes (Ignore unstaked), is
+// set aside and reaches the loop once a later view counts the signer among its voters
+// (its round's ledger gave it power), without being sent again.
+func TestRecordOfANoVoterOfTheViewOfferedAgainWhenItVotes(t *testing.T) {
+	ft := newRecordTest(t, 16, nil)
+	carol := incentivestest.PeerID("carol")
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{}})
+	ft.expect("no voter yet", p2p.KindRecords, signedRecordBytes(t, ft.fx, "carol", 11, 0), p2p.Ignore, reasonUnstaked)
+	ft.inboxEmpty("no voter yet")
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{carol: true}})
+	select {
+	case in := <-ft.inbox:
+		if in, ok := in.(recordIn); !ok || in.sr.Signer != carol || in.rec.Round != 11 {
+			t.Fatalf("inbox got %#v, want carol's record of round 11", in)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("carol's record did not reach the loop once carol votes")
+	}
+}
+
+// TestRecordsSetAsideBounded: one record per round and signer is set aside, at most
+// maxAside in all; those of rounds before the view's are forgotten, and only those of
+// voters are taken.
+func TestRecordsSetAsideBounded(t *testing.T) {
+	b := newRecordBook(0)
+	for i := range maxAside + 10 {
+		k := recordKey{round: uint64(i % 2), signer: fmt.Sprint("signer", i)}
+		b.setAside(k, "fwd", []byte{byte(i)})
+		b.setAside(k, "fwd", []byte("a second record of the key"))
+	}
+	if len(b.aside) != maxAside || b.asideBytes != maxAside {
+		t.Fatalf("%d records, %d bytes set aside; want %d of one byte each", len(b.aside), b.asideBytes, maxAside)
+	}
+	got := b.takeAside(1, func(s string) bool { return s == "signer1" || s == "signer2" })
+	if len(got) != 1 || got[0].key.signer != "signer1" || len(b.aside) != maxAside/2-1 {
+		t.Fatalf("took %v, %d left; want signer1's, the round-1 others left", got, len(b.aside))
 	}
 }

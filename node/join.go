@@ -1,0 +1,299 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/training/round"
+)
+
+// Bounds of a late join.
+const (
+	joinPoll     = 500 * time.Millisecond // between asks for the peers' heads
+	joinPeers    = 16                     // peers asked for heads, records and shards
+	joinParallel = 8                      // requests in flight
+	joinRetry    = 5 * time.Second        // after a join that failed
+	// joinWait is how long a node that is not a genesis peer looks for peers past genesis
+	// before it starts at genesis when it cannot ask every genesis peer (a genesis peer
+	// waits as long as the loop waits for the others).
+	joinWait = time.Minute
+)
+
+// errNoMajority: the committed records of a round that peers sent carry no majority of
+// the voting power (the round is not closed yet, or the peers disagree).
+var errNoMajority = errors.New("no record of the round carries a majority of the voting power")
+
+// JoinStatus is how this node joined a run already under way, for /status.
+type JoinStatus struct {
+	Round      uint64  `json:"round"`      // the first open round when it joined
+	Checkpoint uint64  `json:"checkpoint"` // the round of the checkpoint synced (0: replayed from genesis)
+	Replayed   int     `json:"replayed"`   // rounds closed again after the checkpoint
+	Bytes      int64   `json:"bytes"`      // fetched: the checkpoint, records and shards
+	Seconds    float64 `json:"seconds"`    // from the first ask to the core in force
+}
+
+// joiner brings a node whose store is at genesis into a run already past it: from the
+// committed records of its peers it finds the last checkpoint whose root a majority of
+// the voting power committed, syncs and verifies it, and closes every round after it
+// again (the restart's replay, with the shards fetched by CID), each round's record
+// being the one a majority of the voting power committed.
+type joiner struct {
+	n     *Node
+	fetch *fetchClient
+	rep   *replayer
+	peers []peer.ID // asked, in turn
+	bytes atomic.Int64
+	got   *joined // what a catch-up's jump stored
+}
+
+// joined is what a join found: the checkpoint it starts from (nil: genesis), the rounds
+// replayed after it, and the state and ledger they lead to.
+type joined struct {
+	ckpt   *checkpoint.Checkpoint
+	rounds []store.Round
+	state  round.State
+	ledger *incentives.State
+}
+
+// peerHead is a peer's committed record of its last closed round.
+type peerHead struct {
+	from peer.ID
+	rec  *incentives.Record
+}
+
+// askAll asks every peer for r, joinParallel at a time, and returns the answers that came.
+func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) map[peer.ID][]byte {
+	out := map[peer.ID][]byte{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, joinParallel)
+	for _, p := range peers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			data, err := j.fetch.fetch(ctx, p, r)
+			if err != nil {
+				j.n.log.Debug("joining: no answer", "peer", p.ShortString(), "kind", r.kind, "err", err)
+				return
+			}
+			j.bytes.Add(int64(len(data)))
+			mu.Lock()
+			out[p] = data
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// committed asks the peers for their committed records of round r (headRound: of their
+// last closed round) and keeps those signed by the peer asked, for this network and run,
+// of round r.
+func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
+	var out []peerHead
+	for p, data := range j.askAll(ctx, j.peers, committedRequest(r)) {
+		sr, rec, err := incentives.DecodeSignedRecord(data)
+		if err == nil {
+			err = sr.Verify()
+		}
+		switch {
+		case err != nil, sr.Signer != p.String(), sr.Network != j.rep.network, sr.Run != j.rep.run:
+			j.n.log.Debug("joining: a committed record refused", "peer", p.ShortString(), "err", err)
+		case r == headRound || rec.Round == r:
+			out = append(out, peerHead{from: p, rec: rec})
+		}
+	}
+	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
+	return out
+}
+
+// headRoundOf is the highest round that at least half of the heads reach: a few peers
+// claiming a round far ahead do not move it.
+func headRoundOf(heads []peerHead) uint64 {
+	rs := make([]uint64, len(heads))
+	for i, h := range heads {
+		rs[i] = h.rec.Round
+	}
+	slices.Sort(rs)
+	slices.Reverse(rs)
+	return rs[(len(rs)+1)/2-1]
+}
+
+// majority is round r's record that a majority of the voting power by led committed, and
+// its signers; with led nil (the round before a checkpoint, whose ledger comes with the
+// checkpoint), the record most signers committed, whose power the caller checks.
+func (j *joiner) majority(ctx context.Context, r uint64, led *incentives.State) (*incentives.Record, []peer.ID, error) {
+	groups := map[string][]peerHead{}
+	weight := map[string]uint64{}
+	for _, h := range j.committed(ctx, r) {
+		k := string(h.rec.Marshal())
+		groups[k] = append(groups[k], h)
+		if led == nil {
+			weight[k]++
+		} else {
+			weight[k] += led.Power(h.from.String())
+		}
+	}
+	best := ""
+	for k := range groups {
+		if best == "" || weight[k] > weight[best] || (weight[k] == weight[best] && k < best) {
+			best = k
+		}
+	}
+	if best == "" || (led != nil && 2*weight[best] <= led.TotalPower()) {
+		return nil, nil, fmt.Errorf("round %d: %w", r, errNoMajority)
+	}
+	signers := make([]peer.ID, len(groups[best]))
+	for i, h := range groups[best] {
+		signers[i] = h.from
+	}
+	return groups[best][0].rec, signers, nil
+}
+
+// backed checks that signers carry more than half of led's voting power.
+func backed(led *incentives.State, signers []peer.ID) error {
+	var w uint64
+	for _, p := range signers {
+		w += led.Power(p.String())
+	}
+	if 2*w <= led.TotalPower() {
+		return fmt.Errorf("its record's signers carry %d of %d voting power: %w", w, led.TotalPower(), errNoMajority)
+	}
+	return nil
+}
+
+// run joins at the peers' head h: the checkpoint of the last multiple of checkpoint_every
+// at or before h+1 (genesis if none), then every round after it that a majority committed.
+func (j *joiner) run(ctx context.Context, h uint64) (*joined, error) {
+	out := &joined{}
+	if every := uint64(j.n.opts.Spec.Agreement.CheckpointEvery); every > 0 {
+		if c := (h + 1) / every * every; c > 0 {
+			ck, err := j.checkpoint(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			out.ckpt, out.state, out.ledger = ck, ck.Model, ck.Ledger
+		}
+	}
+	if out.ckpt == nil {
+		var err error
+		out.state = j.n.train.initial
+		if out.ledger, err = j.rep.p.GenesisState(); err != nil {
+			return nil, err
+		}
+	}
+	return out, j.forward(ctx, out)
+}
+
+// forward closes again every round from out's state on whose committed record a majority
+// of the voting power signed, adding them to out, until the first round without one.
+func (j *joiner) forward(ctx context.Context, out *joined) error {
+	for r := out.state.Round; ; r++ {
+		rec, signers, err := j.majority(ctx, r, out.ledger)
+		if errors.Is(err, errNoMajority) {
+			return nil
+		}
+		if err := j.replay(ctx, out, rec, signers); err != nil {
+			return err
+		}
+	}
+}
+
+// replay closes rec's round again from out's state with the shards fetched for it.
+func (j *joiner) replay(ctx context.Context, out *joined, rec *incentives.Record, signers []peer.ID) error {
+	shards, err := j.shards(ctx, rec, signers)
+	if err != nil {
+		return err
+	}
+	next, led, events, err := j.rep.replayRound(memRound{rec: rec, shards: shards}, out.state, out.ledger, rec)
+	if err != nil {
+		return &ReplayError{Round: rec.Round, Err: err}
+	}
+	out.rounds = append(out.rounds, store.Round{Record: rec, State: led, Events: events, Shards: shards})
+	out.state, out.ledger = next, led
+	return nil
+}
+
+// checkpoint syncs the checkpoint of round c: its root is the NewRoot of the record of
+// round c-1 that most peers committed, and those peers must carry a majority of the
+// voting power of the checkpoint's ledger.
+func (j *joiner) checkpoint(ctx context.Context, c uint64) (*checkpoint.Checkpoint, error) {
+	rec, signers, err := j.majority(ctx, c-1, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(rec.NewRoot) != 32 {
+		return nil, fmt.Errorf("round %d: a record with a root of %d bytes", c-1, len(rec.NewRoot))
+	}
+	ck, err := j.n.syncCheckpoint(ctx, ckptWant{Root: [32]byte(rec.NewRoot), Peers: signers})
+	if err != nil {
+		return nil, err
+	}
+	j.bytes.Add(int64(len(ck.Encode())))
+	if ck.Round != c {
+		return nil, fmt.Errorf("the checkpoint of root %x is of round %d, not %d", rec.NewRoot[:8], ck.Round, c)
+	}
+	if err := backed(ck.Ledger, signers); err != nil {
+		return nil, fmt.Errorf("the checkpoint of round %d: %w", c, err)
+	}
+	return ck, nil
+}
+
+// memRound is one round's record and the shards fetched for it, as a replay reads them.
+type memRound struct {
+	rec    *incentives.Record
+	shards []store.Shard
+}
+
+func (m memRound) Record(r uint64) (*incentives.Record, error) {
+	if r != m.rec.Round {
+		return nil, nil
+	}
+	return m.rec, nil
+}
+
+func (m memRound) Shards(r uint64) ([]store.Shard, error) {
+	if r != m.rec.Round {
+		return nil, nil
+	}
+	return m.shards, nil
+}
+
+var _ roundSource = memRound{}
+
+// wantRounds asks the peers of the records topic for their heads until some answer, and
+// returns the highest round at least half of them reach; false once enough says the
+// peers asked are enough to know that none has a head, or wait has passed.
+func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bool, wait time.Duration) (uint64, bool) {
+	until := time.Now().Add(wait)
+	for ctx.Err() == nil {
+		j.peers = j.n.host.TopicPeers(p2p.KindRecords)
+		if len(j.peers) > joinPeers {
+			j.peers = j.peers[:joinPeers]
+		}
+		if heads := j.committed(ctx, headRound); len(heads) > 0 {
+			return headRoundOf(heads), true
+		}
+		if enough(j.peers) || time.Now().After(until) {
+			return 0, false
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(joinPoll):
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,223 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/verify"
+)
+
+// shards fetches the shards rec lists, each by round and payload CID, from the
+// contribution's peer first, then from the signers of rec: each must be a shard of that
+// round, peer and CID.
+func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []peer.ID) ([]store.Shard, error) {
+	var mu sync.Mutex
+	var out []store.Shard
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, joinParallel)
+	for _, c := range rec.Contributions {
+		order := signers
+		if id, err := peer.Decode(c.Peer); err == nil {
+			order = append([]peer.ID{id}, signers...)
+		}
+		for _, cid := range c.Shards {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				sh, err := j.shard(ctx, rec.Round, c.Peer, cid, order)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				out = append(out, sh)
+			}()
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("round %d: %w", rec.Round, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// shard asks the peers in turn for the stored shard of round r with payload CID cid,
+// until one sends a shard of r, of peer owner, whose payload hashes to cid.
+func (j *joiner) shard(ctx context.Context, r uint64, owner string, cid []byte, order []peer.ID) (store.Shard, error) {
+	for _, p := range order {
+		if p == j.n.host.ID() {
+			continue
+		}
+		data, err := j.fetch.fetch(ctx, p, storedShardRequest(r, cid))
+		if err != nil {
+			continue
+		}
+		j.bytes.Add(int64(len(data)))
+		s, err := verify.UnmarshalShard(data, j.rep.maxPayload)
+		if err != nil {
+			continue
+		}
+		h := &s.Header
+		if h.Round == r && h.Peer == owner && bytes.Equal(h.PayloadCID, cid) && bytes.Equal(verify.PayloadCID(s.Payload), cid) {
+			return store.Shard{Peer: owner, Index: h.Index, Data: data}, nil
+		}
+	}
+	return store.Shard{}, fmt.Errorf("no peer sent the shard %x of %s", cid[:min(8, len(cid))], owner)
+}
+
+// joinRun brings the node into the run when its store is at genesis and its peers are
+// past it (joiner): it waits for their heads as the loop waits for the genesis peers,
+// joins, and on a failure tries again until ctx ends. Called by Run before the loop.
+func (n *Node) joinRun(ctx context.Context) error {
+	if n.ledger.state.Load().Round != 0 {
+		return n.catchUp(ctx)
+	}
+	j := n.newJoiner()
+	began, wait := time.Now(), joinWait
+	var genesis []peer.ID
+	for _, st := range n.train.params.Genesis.Stakes {
+		id, err := peer.Decode(st.Peer)
+		switch {
+		case id == n.host.ID():
+			wait = n.train.loop.startWait // as long as the loop waits for the others
+		case err == nil:
+			genesis = append(genesis, id)
+		}
+	}
+	for {
+		all := func(asked []peer.ID) bool {
+			return !slices.ContainsFunc(genesis, func(p peer.ID) bool { return !slices.Contains(asked, p) })
+		}
+		h, past := j.wantRounds(ctx, all, wait)
+		if !past {
+			n.log.Info("no peer reports a closed round: starting at genesis", "peers_asked", len(j.peers), "every_genesis_peer", all(j.peers))
+			return nil
+		}
+		got, err := j.run(ctx, h)
+		if err == nil && (got.ckpt != nil || len(got.rounds) > 0) {
+			return n.adopt(got, j, began)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		n.log.Warn("joining the run failed: trying again", "head", h, "err", err)
+		j.rep.snaps = nil
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(joinRetry):
+		}
+	}
+}
+
+// newJoiner is a joiner of this node, keeping the last repair_depth rounds replayed.
+func (n *Node) newJoiner() *joiner {
+	j := &joiner{n: n, fetch: newFetchClient(n.host, n.opts.Spec.NetworkID(), wireOf(n.opts.Spec)),
+		rep: newReplayer(n.train.params, n.opts.Spec, n.host.ID().String())}
+	j.rep.keep = repairDepth(n.opts.Spec)
+	return j
+}
+
+// adopt puts what a join found in force: in the store (the checkpoint and its ledger, then
+// each round replayed, with its shards), then a new core at its state, seeded with the
+// last rounds replayed and with fresh local state, whose local work starts at the round
+// its peers work on.
+func (n *Node) adopt(got *joined, j *joiner, began time.Time) error {
+	if err := n.storeJoined(got, false); err != nil {
+		return fmt.Errorf("joining: %w", err)
+	}
+	empty, _ := (&localState{}).marshal()
+	if err := n.ledger.st.PutLocal(got.state.Round, empty); err != nil {
+		return fmt.Errorf("joining: %w", err)
+	}
+	var ck uint64
+	if got.ckpt != nil {
+		ck = got.ckpt.Round
+	}
+	rp := resumePoint{state: got.state, ledger: got.ledger, first: got.state.Round + uint64(n.train.params.round.Delay), snaps: j.rep.snaps}
+	if err := n.train.reset(rp, n.log); err != nil {
+		return fmt.Errorf("joining: %w", err)
+	}
+	js := &JoinStatus{Round: got.state.Round, Checkpoint: ck, Replayed: len(got.rounds), Bytes: j.bytes.Load(), Seconds: time.Since(began).Seconds()}
+	n.joinStatus.Store(js)
+	n.log.Info(fmt.Sprintf("joined at round %d from checkpoint %d, replayed %d rounds, fetched %d bytes in %.1f seconds", js.Round, ck, js.Replayed, js.Bytes, js.Seconds),
+		"round", js.Round, "checkpoint", ck, "replayed", js.Replayed, "bytes", js.Bytes, "seconds", js.Seconds, "first_local_round", rp.first)
+	return nil
+}
+
+// storeJoined writes what a join found: the checkpoint and its ledger as the store's
+// start (Store.StartAt on a store at genesis, Store.JumpTo with jump on one behind it),
+// then each round replayed with its shards; then the ledger pointer is swapped.
+func (n *Node) storeJoined(got *joined, jump bool) error {
+	st := n.ledger.st
+	if got.ckpt != nil {
+		m, chunks := checkpoint.Split(got.ckpt, 0)
+		start := st.StartAt
+		if jump {
+			start = st.JumpTo
+		}
+		if err := start(m, chunks, got.ckpt.Ledger); err != nil {
+			return err
+		}
+		n.train.loop.ckpt.last.Store(&CheckpointStatus{Round: m.Round, Root: hexRoot(m.Root), ID: hexRoot(m.ID()), Bytes: m.Size})
+		n.announceCheckpoints()
+	}
+	for _, r := range got.rounds {
+		if err := st.Commit(r.Record, r.State, r.Events, r.Shards...); err != nil {
+			return err
+		}
+	}
+	n.ledger.state.Store(got.ledger)
+	return nil
+}
+
+// storedRounds serves the node's committed rounds from its store (fetchCommitted,
+// fetchStoredShard).
+type storedRounds struct {
+	st         *store.Store
+	maxPayload int
+}
+
+var _ roundServer = storedRounds{}
+
+func (s storedRounds) committed(r uint64) []byte {
+	if r == headRound {
+		led, err := s.st.State()
+		if err != nil || led.Round == 0 {
+			return nil
+		}
+		r = led.Round - 1
+	}
+	b, err := s.st.Signed(r)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func (s storedRounds) shard(r uint64, cid []byte) []byte {
+	shards, err := s.st.Shards(r)
+	if err != nil {
+		return nil
+	}
+	for _, sh := range shards {
+		v, err := verify.UnmarshalShard(sh.Data, s.maxPayload)
+		if err == nil && bytes.Equal(v.Header.PayloadCID, cid) {
+			return sh.Data
+		}
+	}
+	return nil
+}
