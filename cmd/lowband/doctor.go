@@ -81,3 +81,7 @@ type brokenProber struct{ err error }
 func (b brokenProber) Probe(context.Context, peer.AddrInfo, protocol.ID) p2p.ProbeResult {
 	return p2p.ProbeResult{Stage: p2p.StageDial, Err: b.err}
 }
+
+func (b brokenProber) Clock(context.Context, peer.AddrInfo, protocol.ID) p2p.ClockResult {
+	return p2p.ClockResult{Err: b.err}
+}

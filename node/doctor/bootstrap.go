@@ -15,9 +15,11 @@ import (
 	"github.com/lowband/lowband/p2p"
 )
 
-// Prober is what Bootstrap needs of p2p.Prober: dial a peer and negotiate a protocol.
+// Prober is what Bootstrap and ClockSkew need of p2p.Prober: dial a peer and negotiate a
+// protocol; ask a peer its time.
 type Prober interface {
 	Probe(ctx context.Context, ai peer.AddrInfo, proto protocol.ID) p2p.ProbeResult
+	Clock(ctx context.Context, ai peer.AddrInfo, proto protocol.ID) p2p.ClockResult
 }
 
 var _ Prober = (*p2p.Prober)(nil)

@@ -25,6 +25,11 @@ func (f fakeProber) Probe(_ context.Context, ai peer.AddrInfo, _ protocol.ID) p2
 	return p2p.ProbeResult{Stage: p2p.StageDial, Took: 3 * time.Second, Err: errors.New("dial tcp4 127.0.0.1:4001: connect: connection refused\n  * more")}
 }
 
+// Clock: no peer of a fakeProber answers the time protocol.
+func (f fakeProber) Clock(context.Context, peer.AddrInfo, protocol.ID) p2p.ClockResult {
+	return p2p.ClockResult{Err: errors.New("protocols not supported")}
+}
+
 func newID(t *testing.T) peer.ID {
 	t.Helper()
 	_, pub, err := crypto.GenerateEd25519Key(nil)

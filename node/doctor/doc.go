@@ -2,7 +2,7 @@
 // the home directory and identity key, config and network spec, the attestation producer
 // against the network's policy and this machine, listen ports, each bootstrap peer (dial
 // and protocol), the running node's DHT table, gossip topics and reachability, the clock
-// and free disk.
+// and its skew against the bootstrap peers, and free disk.
 //
 // Each check is a function from what it needs (paths, parsed config, a prober, what the
 // running node reported) to Results, so every check runs in tests without a network.

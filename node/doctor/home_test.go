@@ -99,5 +99,4 @@ func TestClock(t *testing.T) {
 	want(t, "drifting", Clock(synced(false, nil)), Warn, "not synchronised", "chrony")
 	want(t, "cannot ask", Clock(synced(false, errors.New("EPERM"))), Warn, "EPERM", "timedatectl")
 	want(t, "unsupported", Clock(synced(false, errUnsupported)), Skip, "not checked")
-	want(t, "skew", ClockSkew(), Skip, "not checked", "carries a peer's time")
 }

@@ -33,7 +33,9 @@ func NodeRunning(h configs.Home, run *Running, why error) Result {
 	return ok(check, "running as %s: role %s, version %s, up %s, %d peers connected", st.PeerID, st.Role, st.Version, up, st.ConnectedPeers)
 }
 
-// DHT checks that the running node's DHT routing table has peers.
+// DHT checks that the running node's DHT routing table has peers: past its first
+// seconds, an empty one fails (the node is alone, or its peers are on another network),
+// except on a bootstrap node, which may be the network's first.
 func DHT(run *Running) Result {
 	const check = "dht"
 	if run == nil {
@@ -46,10 +48,13 @@ func DHT(run *Running) Result {
 	case time.Duration(st.UptimeSeconds*float64(time.Second)) < startGrace:
 		return warn(check, fmt.Sprintf("routing table empty so far (up %.0fs)", st.UptimeSeconds), "run doctor again in a minute")
 	case st.ConnectedPeers > 0:
-		return warn(check, fmt.Sprintf("connected to %d peers, but the routing table is empty: none of them serves this network's DHT", st.ConnectedPeers),
+		return fail(check, fmt.Sprintf("connected to %d peers, but the routing table is empty: none of them serves this network's DHT", st.ConnectedPeers),
 			"check the bootstrap lines above: a bootstrap peer must run with the same network.toml")
+	case st.Role == configs.RoleBootstrap:
+		return warn(check, "routing table empty and no peer connected: this bootstrap node is alone",
+			"a network's first bootstrap node waits for others to dial it; if nodes are running, check that they can reach its address")
 	}
-	return warn(check, "routing table empty and no peer connected: the node is alone",
+	return fail(check, "routing table empty and no peer connected: the node is alone and cannot train",
 		"see the bootstrap lines above; the node keeps retrying its bootstrap and cached peers")
 }
 
@@ -98,6 +103,13 @@ func Reachability(c *configs.Config, run *Running) Result {
 	}
 	if run == nil {
 		return skip(check, "not checked: no node is running")
+	}
+	switch c.P2P.Reachability {
+	case "public":
+		return ok(check, "public: set by p2p.reachability (AutoNAT is not asked); the relay and NAT services run")
+	case "private":
+		return warn(check, "private: set by p2p.reachability (AutoNAT is not asked); peers reach this node through relays only",
+			"remove p2p.reachability to let AutoNAT decide")
 	}
 	v, known := metricValues(run.Metrics, "libp2p_autonat_reachability_status")[""]
 	switch {

@@ -22,10 +22,12 @@ func TestNodeRunningAndDHT(t *testing.T) {
 	want(t, "dht filled", DHT(running(up, "")), OK, "7 peers")
 	young := node.Status{UptimeSeconds: 3}
 	want(t, "dht empty at start", DHT(running(young, "")), Warn, "so far", "again")
-	alone := node.Status{UptimeSeconds: 600}
-	want(t, "dht empty, alone", DHT(running(alone, "")), Warn, "alone", "bootstrap")
+	alone := node.Status{UptimeSeconds: 600, Role: "node"}
+	want(t, "dht empty, alone", DHT(running(alone, "")), Fail, "alone", "bootstrap")
+	first := node.Status{UptimeSeconds: 600, Role: "bootstrap"}
+	want(t, "the first bootstrap node, alone", DHT(running(first, "")), Warn, "alone", "waits for")
 	wrong := node.Status{UptimeSeconds: 600, ConnectedPeers: 2}
-	want(t, "dht empty with peers", DHT(running(wrong, "")), Warn, "none of them serves", "network.toml")
+	want(t, "dht empty with peers", DHT(running(wrong, "")), Fail, "none of them serves", "network.toml")
 }
 
 const metricsText = `# HELP lowband_p2p_gossip_topic_peers Peers on the topic.
@@ -74,6 +76,10 @@ func TestReachability(t *testing.T) {
 	want(t, "unknown", Reachability(c, at("0")), Warn, "not decided", "NAT service")
 	want(t, "no autonat metric", Reachability(c, running(node.Status{}, metricsText[:200])), Skip, "no AutoNAT")
 	want(t, "not running", Reachability(c, nil), Skip, "no node is running")
+	forced := &configs.Config{P2P: configs.P2PConfig{Listen: c.P2P.Listen, NATConfig: configs.NATConfig{Reachability: "public"}}}
+	want(t, "forced public, AutoNAT idle", Reachability(forced, at("0")), OK, "public", "p2p.reachability")
+	forced.P2P.Reachability = "private"
+	want(t, "forced private", Reachability(forced, at("0")), Warn, "private", "p2p.reachability")
 	local := &configs.Config{P2P: configs.P2PConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}}}
 	want(t, "loopback", Reachability(local, at("2")), Skip, "loopback only")
 }

@@ -48,22 +48,34 @@ func Run(ctx context.Context, env Env) []Result {
 	if env.Running != nil {
 		run, why = env.Running(ctx)
 	}
+	var spec *configs.Spec
 	if cfg == nil {
 		out = append(out, skip("network and ports", "not checked: needs a valid config.toml"))
 	} else {
-		out = append(out, withSpec(ctx, env, cfg, self, run)...)
+		var rs []Result
+		rs, spec = withSpec(ctx, env, cfg, self, run)
+		out = append(out, rs...)
 	}
 	out = append(out, NodeRunning(h, run, why), DHT(run))
 	out = append(out, Gossip(run)...)
 	if cfg != nil {
 		out = append(out, Reachability(cfg, run))
 	}
-	return append(out, Clock(env.ClockSynced), ClockSkew(), Disk(h.Dir, env.FreeBytes))
+	out = append(out, Clock(env.ClockSynced))
+	switch {
+	case spec == nil:
+		out = append(out, skip("clock skew", "not checked: needs a valid config and network spec"))
+	case env.Prober == nil:
+		out = append(out, skip("clock skew", "not checked: no way to dial peers"))
+	default:
+		out = append(out, ClockSkew(ctx, cfg, spec, self, env.Prober, env.ProbeTimeout))
+	}
+	return append(out, Disk(h.Dir, env.FreeBytes))
 }
 
 // withSpec runs the checks that need the config: the spec, then attestation, ports and
-// bootstrap peers.
-func withSpec(ctx context.Context, env Env, cfg *configs.Config, self peer.ID, run *Running) []Result {
+// bootstrap peers. It returns the spec, nil when it is not valid.
+func withSpec(ctx context.Context, env Env, cfg *configs.Config, self peer.ID, run *Running) ([]Result, *configs.Spec) {
 	specRes, spec := Spec(env.Home, cfg)
 	out := []Result{specRes}
 	if spec != nil {
@@ -71,12 +83,12 @@ func withSpec(ctx context.Context, env Env, cfg *configs.Config, self peer.ID, r
 	}
 	out = append(out, Ports(cfg, run)...)
 	if spec == nil {
-		return append(out, skip("bootstrap", "not checked: needs a valid network spec"))
+		return append(out, skip("bootstrap", "not checked: needs a valid network spec")), nil
 	}
 	if env.Prober == nil {
-		return append(out, skip("bootstrap", "not checked: no way to dial peers"))
+		return append(out, skip("bootstrap", "not checked: no way to dial peers")), spec
 	}
-	return append(out, Bootstrap(ctx, cfg, spec, self, env.Prober, env.ProbeTimeout)...)
+	return append(out, Bootstrap(ctx, cfg, spec, self, env.Prober, env.ProbeTimeout)...), spec
 }
 
 // withDefaults fills the fields left empty with this system's ways.
