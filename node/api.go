@@ -30,6 +30,8 @@ type Status struct {
 	// Agreement is where the node stands against the canonical rounds; absent on a
 	// bootstrap node.
 	Agreement *AgreementStatus `json:"agreement,omitempty"`
+	// Join is how the node joined a run already under way; absent when it did not.
+	Join *JoinStatus `json:"join,omitempty"`
 }
 
 // Peer is one entry of GET /peers.

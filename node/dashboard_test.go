@@ -11,27 +11,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/web/webtest"
 )
 
-// TestDashboardShowsTheSwarm opens the dashboard of a training node of a small swarm in a
-// headless Chromium, as an operator would: the loss curve grows to two scored rounds, the
-// peers and stake tables say what GET /peers and GET /ledger say, the bootstrap node's page
-// says it does not train, and nothing is logged to the browser's console. It saves a
-// screenshot of the training node's page.
+// TestDashboardShowsTheSwarm opens the dashboard of a training node of a small swarm, one
+// of whose three nodes equivocates, in a headless Chromium, as an operator would: the loss
+// curve grows to two scored rounds with the network's canonical loss drawn over it, the
+// peers and stake tables say what GET /peers and GET /ledger say, the equivocator's slash
+// links to its evidence, which GET /evidence/{id} decodes, the agreement table says what
+// GET /agreement says, the bootstrap node's page says it does not train, and nothing is
+// logged to the browser's console. It saves a screenshot of the training node's page.
 func TestDashboardShowsTheSwarm(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	b := webtest.New(t, ctx)
-	swarm, _, boot := startSwarmAt(t, ctx, 2)
+	swarm, _, boot := startSwarmWith(t, ctx, 3, func(s *configs.Spec) {
+		s.Testing.AllowAdversaries = true
+		s.Incentives.JailRounds = 1000
+		// Rounds of a second or so rather than tens a second: the page refreshes every 2 s,
+		// and its tables are compared with the API's answers at one round.
+		s.Training.InnerSteps = 1000
+	}, func(i int, o *Options) {
+		if i == 2 {
+			o.Adversary = AdvEquivocate
+		}
+	})
 	api := "http://" + swarm[0].APIAddr()
 	ledgers := watchLedger(t, ctx, api)
 
 	b.Open(api + "/")
 	b.WaitFor("two scored rounds on the loss curve", `Number(document.querySelector("#loss svg")?.dataset.points) >= 2`, 60*time.Second)
+	b.WaitFor("the canonical loss on the curve", `Number(document.querySelector("#loss svg .canon")?.dataset.points) >= 1`, 30*time.Second)
 	b.WaitEqual("the peers table as GET /peers says", peersShown, func(string) string { return peerRows(t, api) }, 10*time.Second)
 	b.WaitEqual("the stake table as GET /ledger said at its round", stakeShown, ledgers.at, 20*time.Second)
+	bad := swarm[2].ID().String()
+	b.WaitFor("the equivocator's slash linked to its evidence", `document.querySelector('#stake tr[data-peer="`+bad+`"] a.evidence')`, 40*time.Second)
+	checkEvidenceLink(t, b, api, bad)
+	b.WaitEqual("the agreement table as GET /agreement says", agreementShown, func(shown string) string { return agreementRows(t, api, shown) }, 20*time.Second)
 	b.Screenshot("lowband-dashboard.png")
 
 	b.Open("http://" + boot.APIAddr() + "/")
@@ -124,4 +142,53 @@ func ledgerRows(ctx context.Context, api string) (round, rows string, err error)
 	}
 	slices.Sort(out)
 	return fmt.Sprint(tab.Round), strings.Join(out, "\n"), nil
+}
+
+// checkEvidenceLink follows the first evidence link of peer's stake row: GET of its address
+// is the evidence, decoded, of an equivocation by that peer, and GET /evidence lists it.
+func checkEvidenceLink(t *testing.T, b *webtest.Browser, api, peer string) {
+	t.Helper()
+	href := webtest.Eval[string](b, `document.querySelector('#stake tr[data-peer="`+peer+`"] a.evidence').getAttribute("href")`)
+	var v EvidenceView
+	getJSON(t, api+href, &v)
+	if v.Kind != "equivocation" || v.Peer != peer || "/evidence/"+v.ID != href || v.Penalty == nil {
+		t.Fatalf("the slash links to %s, which says %+v", href, v)
+	}
+	var slashes []Slash
+	getJSON(t, api+"/evidence", &slashes)
+	if !slices.ContainsFunc(slashes, func(s Slash) bool { return s.Evidence == v.ID && s.Peer == peer }) {
+		t.Fatalf("GET /evidence does not list %s: %+v", v.ID, slashes)
+	}
+}
+
+// agreementShown is the agreement table as "round own-root majority" lines, oldest first.
+const agreementShown = `[...document.querySelectorAll("#agreement tr[data-round]")].map((r) =>
+	[r.dataset.round, r.querySelector("td.own-root").title, r.querySelector("td.majority").title || "-"].join(" ")).reverse().join("\n")`
+
+// agreementRows is what GET /agreement says of the rounds the page shows, as agreementShown
+// shows them.
+func agreementRows(t *testing.T, api, shown string) string {
+	var v AgreementView
+	getJSON(t, api+"/agreement", &v)
+	byRound := map[string]AgreementRound{}
+	for _, r := range v.Rounds {
+		byRound[fmt.Sprint(r.Round)] = r
+	}
+	var rows []string
+	for _, line := range strings.Split(shown, "\n") {
+		round, _, _ := strings.Cut(line, " ")
+		r, ok := byRound[round]
+		if !ok {
+			return fmt.Sprintf("(round %s shown, not in GET /agreement)", round)
+		}
+		maj := r.Majority
+		if maj == "" {
+			maj = "-"
+		}
+		rows = append(rows, fmt.Sprintf("%d %s %s", r.Round, r.Root, maj))
+	}
+	if shown == "" {
+		return "(no round shown)"
+	}
+	return strings.Join(rows, "\n")
 }

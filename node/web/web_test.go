@@ -80,6 +80,22 @@ func (f *fakeAPI) handler() http.Handler {
 		defer f.mu.Unlock()
 		reply(w, f.peers)
 	})
+	// A training node's agreement with no round closed, and no slash.
+	for path, v := range map[string]any{
+		"/agreement": map[string]any{"head": 0, "root": "", "canonical_root": "", "canonical_round": 0, "agrees": true,
+			"stale": false, "repairs": 0, "waiting": 0, "total_power": 100, "rounds": []any{}},
+		"/evidence": []any{},
+	} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.ledger == nil {
+				http.Error(w, "a bootstrap node keeps no ledger", http.StatusNotFound)
+				return
+			}
+			reply(w, v)
+		})
+	}
 	mux.HandleFunc("GET /ledger", func(w http.ResponseWriter, _ *http.Request) {
 		f.ledgerN.Add(1)
 		f.mu.Lock()
@@ -114,7 +130,8 @@ func freshTraining() map[string]any {
 }
 
 // TestDashboardStates: a node with no round yet, a bootstrap node and a node that stopped
-// answering each get a page that says so, in a real browser, with nothing on its console;
+// answering each get a page that says so, in a real browser, with nothing on its console
+// (and INSECURE readable: its tag's text not in its background's colour);
 // a bootstrap node's page never asks for the ledger it does not keep, and a hostile peer ID
 // is shown as text, never run as markup.
 func TestDashboardStates(t *testing.T) {
@@ -132,6 +149,13 @@ func TestDashboardStates(t *testing.T) {
 	b.Open(srv.URL + "/")
 	b.WaitFor("the no-rounds state", `document.getElementById("loss").innerText.includes("No round closed yet")`, 10*time.Second)
 	b.WaitFor("INSECURE shown", `!document.getElementById("insecure").hidden && document.getElementById("node").innerText.includes("sim INSECURE")`, time.Second)
+	for _, sel := range []string{"#node .tag.bad", "#insecure"} {
+		c := webtest.Eval[[]string](b, `(() => { const s = getComputedStyle(document.querySelector("`+sel+`")); return [s.color, s.backgroundColor]; })()`)
+		if c[0] == c[1] {
+			t.Errorf("%s is drawn in %s on %s: its text cannot be read", sel, c[0], c[1])
+		}
+	}
+	b.WaitFor("the agreement's no-rounds state", `document.getElementById("agreement").innerText.includes("No round closed yet")`, time.Second)
 	b.WaitFor("the stake row", `document.querySelector('#stake tr[data-peer="`+selfID+`"] td.stake')?.innerText === "100"`, time.Second)
 	if got := webtest.Eval[string](b, `document.querySelector("#peers td.peer").innerText`); got != hostile {
 		t.Errorf("peer shown as %q, want the text %q", got, hostile)
@@ -145,6 +169,7 @@ func TestDashboardStates(t *testing.T) {
 	b.Open(srv.URL + "/")
 	b.WaitFor("the bootstrap state", `document.getElementById("loss").innerText.includes("bootstrap node")`, 10*time.Second)
 	b.WaitFor("no ledger said", `document.getElementById("stake").innerText.includes("keeps no ledger")`, time.Second)
+	b.WaitFor("no agreement said", `document.getElementById("agreement").innerText.includes("does not train")`, time.Second)
 	b.WaitFor("no peers said", `document.getElementById("peers").innerText.includes("No peer connected yet")`, time.Second)
 	if n := f.ledgerN.Load(); n != 0 {
 		t.Errorf("a bootstrap node's page asked for /ledger %d times", n)
@@ -156,4 +181,41 @@ func TestDashboardStates(t *testing.T) {
 	b.WaitFor("the stopped state", `document.getElementById("banner").innerText.includes("stopped answering")`, 10*time.Second)
 	b.WaitFor("the last data kept", `document.getElementById("peer-id")?.innerText === "`+selfID+`"`, time.Second)
 	b.CheckConsole()
+}
+
+// trainedTraining is the training object of a node that has closed and scored rounds.
+func trainedTraining(rounds int) map[string]any {
+	t := freshTraining()
+	var rs []any
+	for r := range rounds {
+		rs = append(rs, map[string]any{"round": r, "loss": 2.0 - 0.1*float64(r), "included": []string{selfID},
+			"rejected": map[string]int{}, "evidence": 0, "contribution_bytes": 472, "wire_bytes_sent": 4000,
+			"wire_bytes_received": 3000, "stall_s": 0.1, "deadline_s": 10, "ranks": []int{1}, "state_root": "ab",
+			"ledger_root": "cd", "closed_at": time.Now().Add(time.Duration(r-rounds) * time.Second).UTC().Format(time.RFC3339)})
+	}
+	t["rounds"], t["next_round"], t["initial_loss"] = rs, rounds, 2.1
+	return t
+}
+
+// TestDashboardRendersInFirefox loads the dashboard of a node that has closed three rounds
+// in a headless Firefox: its script runs (the page says it is live and draws the loss curve,
+// the node, peers and stake from the API's answers) and it saves a screenshot.
+func TestDashboardRendersInFirefox(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := &fakeAPI{}
+	srv := httptest.NewServer(f.handler())
+	defer srv.Close()
+	ff := webtest.NewFirefox(t, ctx)
+	f.set(statusOf("node", trainedTraining(3)), []map[string]any{{"id": "12D3KooWPeer", "addresses": []string{}, "latency_ms": 1.5}},
+		map[string]any{"root": "ab", "head": "", "round": 3, "total_power": 100, "peers": []map[string]any{
+			{"peer": selfID, "stake": 100, "balance": 30, "power": 100, "jailed": false, "offences": 0, "contributions": 3, "score": 0}}})
+	ff.Open(srv.URL + "/")
+	ff.WaitFor("the page live", `document.getElementById("conn").textContent === "live"`, 20*time.Second)
+	ff.WaitFor("three points on the loss curve", `Number(document.querySelector("#loss svg")?.dataset.points) === 3`, 5*time.Second)
+	ff.WaitFor("the node's peer ID", `document.getElementById("peer-id")?.textContent === "`+selfID+`"`, time.Second)
+	ff.WaitFor("the peer", `document.querySelector('#peers tr[data-peer="12D3KooWPeer"]')`, time.Second)
+	ff.WaitFor("the stake row", `document.querySelector('#stake tr[data-peer="`+selfID+`"] td.balance')?.textContent === "30"`, time.Second)
+	ff.WaitFor("the rounds table", `document.querySelectorAll("#rounds tr[data-round]").length === 3`, time.Second)
+	ff.Screenshot("lowband-dashboard-firefox.png")
 }

@@ -1,13 +1,13 @@
 // app.js: polls the node's local API and draws the dashboard. Every value shown comes from
-// /status, /peers or /ledger; peer IDs and reasons are put in the page as text, never as
-// markup.
+// /status, /peers, /ledger, /agreement or /evidence; peer IDs and reasons are put in the
+// page as text, never as markup.
 "use strict";
 
 const POLL_MS = 2000;
 const FETCH_TIMEOUT_MS = 5000;
 
 // last is what the API said at the last successful poll; lastOK when that was (0: never).
-const last = { status: null, peers: null, ledger: null, lastOK: 0, error: "" };
+const last = { status: null, peers: null, ledger: null, agreement: null, slashes: null, lastOK: 0, error: "" };
 
 // el makes an HTML element with attributes (class, data-*, ...) and children (text or nodes).
 function el(tag, attrs, ...kids) {
@@ -36,12 +36,13 @@ async function getJSON(path) {
 }
 
 // poll reads the API and redraws, then schedules itself again. A bootstrap node keeps no
-// ledger, so /ledger is asked only of a node that trains.
+// ledger, so /ledger, /agreement and /evidence are asked only of a node that trains.
 async function poll() {
   try {
     const [status, peers] = await Promise.all([getJSON("/status"), getJSON("/peers")]);
-    const ledger = status.training ? await getJSON("/ledger") : null;
-    Object.assign(last, { status, peers, ledger, lastOK: Date.now(), error: "" });
+    const [ledger, agreement, slashes] = status.training
+      ? await Promise.all([getJSON("/ledger"), getJSON("/agreement"), getJSON("/evidence")]) : [null, null, null];
+    Object.assign(last, { status, peers, ledger, agreement, slashes, lastOK: Date.now(), error: "" });
   } catch (e) {
     last.error = e && e.name === "AbortError" ? "no answer within 5 s" : String((e && e.message) || e);
   }
@@ -61,9 +62,10 @@ function render() {
   const t = s.training;
   document.getElementById("insecure").hidden = !(t && t.insecure);
   renderNode(s);
-  renderTraining(t, s.role);
+  renderTraining(t, s.role, last.agreement);
+  renderAgreement(last.agreement, s.role);
   renderPeers(last.peers || [], last.ledger);
-  renderStake(last.ledger, s);
+  renderStake(last.ledger, s, last.slashes || []);
 }
 
 // renderConn says whether the node answers; when it stopped answering, the page keeps the
@@ -120,7 +122,12 @@ function renderNode(s) {
   show("node", ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
-function renderTraining(t, role) {
+// canonicalLoss is the network's canonical loss per round, as [round, loss], once known.
+function canonicalLoss(agreement) {
+  return ((agreement && agreement.rounds) || []).filter((r) => typeof r.canonical_loss === "number").map((r) => [r.round, r.canonical_loss]);
+}
+
+function renderTraining(t, role, agreement) {
   if (!t) {
     const msg = `This is a ${role} node: it helps others join and does not train, so it has no rounds, loss or ledger.`;
     for (const id of ["loss", "timeline", "bytes", "rounds"]) show(id, empty(msg));
@@ -134,8 +141,11 @@ function renderTraining(t, role) {
     if (typeof t.initial_loss === "number") show("loss", empty(`${msg} Initial held-out loss ${t.initial_loss.toFixed(4)}.`));
     return;
   }
-  show("loss", scored ? lossChart(t) : empty(`${rounds.length} round(s) closed; the held-out loss is being evaluated.`),
-    el("p", { class: "legend" }, `${scored} round(s) scored` + (scored ? `, last loss ${rounds.filter((r) => typeof r.loss === "number").pop().loss.toFixed(4)}` : "")));
+  const canon = canonicalLoss(agreement);
+  show("loss", scored ? lossChart(t, canon) : empty(`${rounds.length} round(s) closed; the held-out loss is being evaluated.`),
+    el("p", { class: "legend" }, el("i", { class: "loss" }), "this node", el("i", { class: "canon" }),
+      canon.length ? `the network's canonical loss (${canon.length} round(s) where this node holds the majority's root)` : "the network's canonical loss: not known yet (no round with a majority of the stake on one root)",
+      ` · ${scored} round(s) scored` + (scored ? `, last loss ${rounds.filter((r) => typeof r.loss === "number").pop().loss.toFixed(4)}` : "")));
   const tl = rounds.some((r) => !isNaN(Date.parse(r.closed_at)));
   show("timeline", tl ? timelineChart(t, Date.now()) : empty("no close times yet"),
     el("p", { class: "legend" }, el("i", { class: "work" }), "between closes", el("i", { class: "stall" }), "stall (local work waiting on the close)",
@@ -206,12 +216,55 @@ function renderPeers(peers, ledger) {
   show("peers", el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
 }
 
-function renderStake(ledger, s) {
+const short = (root) => (root || "").slice(0, 12);
+
+// renderAgreement is the agreement view: per closed round, this node's state root, the
+// root most of the stake signed, the records seen and the power behind this node's root.
+function renderAgreement(a, role) {
+  if (!a) {
+    show("agreement", empty(role === "bootstrap" ? "A bootstrap node does not train: it has no rounds to agree on." : "The node has not answered yet."));
+    return;
+  }
+  const head = el("p", {}, a.canonical_root
+    ? `Canonical through round ${a.canonical_round} (root ${short(a.canonical_root)}); `
+    : "No round decided by a majority of the stake yet; ",
+  a.agrees ? el("span", { class: "tag self" }, "this node agrees") : el("span", { class: "tag bad" }, a.stale ? "stale: needs a checkpoint" : "repairing"),
+  ` · ${a.repairs} round(s) repaired · ${a.waiting} shard(s) awaited · total power ${a.total_power}`);
+  if (!a.rounds.length) {
+    show("agreement", head, empty("No round closed yet."));
+    return;
+  }
+  const th = el("tr", {}, ...["round", "this node's root", "majority root", "", "repaired", "records seen", "power on this node's root", "roots named"].map((h) => el("th", {}, h)));
+  const body = a.rounds.slice().reverse().map((r) => {
+    const own = r.roots.find((v) => v.own) || { power: 0 };
+    const agrees = r.majority && r.majority === r.root;
+    return el("tr", { "data-round": r.round },
+      el("td", {}, String(r.round)),
+      el("td", { class: "mono own-root", title: r.root }, short(r.root)),
+      el("td", { class: "mono majority", title: r.majority }, r.majority ? short(r.majority) : "–"),
+      el("td", { class: agrees ? "ok" : r.majority ? "bad" : null }, agrees ? "agrees" : r.majority ? "differs" : "undecided"),
+      el("td", { class: r.repaired ? "warn" : null }, r.repaired ? "yes" : "no"),
+      el("td", { class: "records" }, String(r.records)),
+      el("td", { class: "power" }, `${own.power} / ${a.total_power}`),
+      el("td", {}, String(r.roots.length)));
+  });
+  show("agreement", head, el("div", { class: "scroll" }, el("table", {}, el("thead", {}, th), el("tbody", {}, ...body))));
+}
+
+// slashLinks links each penalty of peer to its evidence (GET /evidence/{id}).
+function slashLinks(slashes, peer) {
+  const mine = slashes.filter((x) => x.peer === peer);
+  if (!mine.length) return "–";
+  return el("span", {}, ...mine.map((x) => el("a", { class: "evidence", href: `/evidence/${x.evidence}`, "data-evidence": x.evidence,
+    title: `${x.kind} in round ${x.offence_round}: slashed ${x.amount} in round ${x.round}; the evidence, decoded` }, `${x.kind} r${x.offence_round} (−${x.amount})`)));
+}
+
+function renderStake(ledger, s, slashes) {
   if (!ledger) {
     show("stake", empty(s.training ? "The ledger has not answered yet." : "A bootstrap node keeps no ledger."));
     return;
   }
-  const head = el("tr", {}, ...["peer", "stake", "balance", "power", "jailed", "offences", "contributions", "score"].map((h) => el("th", {}, h)));
+  const head = el("tr", {}, ...["peer", "stake", "balance", "power", "jailed", "offences", "slashes (evidence)", "contributions", "score"].map((h) => el("th", {}, h)));
   const slashed = new Set((s.training && s.training.slashed) || []);
   const body = ledger.peers.map((p) => el("tr", { "data-peer": p.peer, class: p.jailed ? "jailed" : null },
     el("td", { class: "peer" }, p.peer,
@@ -222,6 +275,7 @@ function renderStake(ledger, s) {
     el("td", { class: "power" }, String(p.power)),
     el("td", { class: p.jailed ? "jailed bad" : "jailed" }, p.jailed ? `until round ${p.jailed_until}` : "no"),
     el("td", { class: p.offences ? "offences bad" : "offences" }, String(p.offences)),
+    el("td", { class: "slashes" }, slashLinks(slashes, p.peer)),
     el("td", {}, String(p.contributions)),
     el("td", {}, String(p.score))));
   show("stake", el("p", {}, `Ledger at round ${ledger.round}, total power ${ledger.total_power}, root `,

@@ -52,10 +52,11 @@ function roundTicks(lo, hi) {
   return ticks(lo, hi, 7).filter((v) => Number.isInteger(v));
 }
 
-// lossChart draws the held-out loss after each closed round, with θ0's as a dashed line.
-function lossChart(t) {
+// lossChart draws the held-out loss after each closed round, with θ0's as a dashed line,
+// and the network's canonical loss (canon: [round, loss] pairs, once known) over it.
+function lossChart(t, canon) {
   const pts = t.rounds.filter((r) => typeof r.loss === "number").map((r) => [r.round, r.loss]);
-  const ys = pts.map((p) => p[1]);
+  const ys = pts.map((p) => p[1]).concat(canon.map((p) => p[1]));
   if (typeof t.initial_loss === "number") ys.push(t.initial_loss);
   let lo = Math.min(...ys), hi = Math.max(...ys);
   const pad = (hi - lo) * 0.08 || Math.abs(hi) * 0.05 || 1;
@@ -71,6 +72,10 @@ function lossChart(t) {
     root.append(svgText(f.w - f.m.r - 2, y - 4, "initial", "end"));
   }
   root.append(svg("polyline", { class: "loss", points: pts.map((p) => `${f.sx(p[0])},${f.sy(p[1])}`).join(" ") }));
+  if (canon.length) {
+    root.append(svg("polyline", { class: "canon", "data-points": canon.length,
+      points: canon.map((p) => `${f.sx(p[0])},${f.sy(p[1])}`).join(" ") }, svgTitle("the network's canonical loss")));
+  }
   if (pts.length <= 200) {
     for (const [r, l] of pts) {
       root.append(svg("circle", { class: "pt", cx: f.sx(r), cy: f.sy(l), r: 3, "data-round": r }, svgTitle(`round ${r}: loss ${l.toFixed(4)}`)));

@@ -1,5 +1,6 @@
-// Package webtest drives a headless Chromium from tests, to check the dashboard as a person
-// would see it: what the page shows, and that it logs no error to the browser's console.
+// Package webtest drives a headless Chromium (chromedp) and a headless Firefox (Marionette)
+// from tests, to check the dashboard as a person would see it: what the page shows, and, in
+// Chromium, that it logs no error to the browser's console.
 package webtest
 
 import (
@@ -187,17 +188,24 @@ func (b *Browser) Screenshot(name string) string {
 	if err != nil {
 		b.t.Fatalf("screenshot: %v", err)
 	}
+	return save(b.t, name, png)
+}
+
+// save writes png as name under $LOWBAND_TEST_ARTIFACTS if set, else the system's
+// temporary directory, and logs where.
+func save(t testing.TB, name string, png []byte) string {
+	t.Helper()
 	dir := os.Getenv("LOWBAND_TEST_ARTIFACTS")
 	if dir == "" {
 		dir = os.TempDir()
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.t.Fatal(err)
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
-		b.t.Fatal(err)
+		t.Fatal(err)
 	}
-	b.t.Logf("screenshot: %s", path)
+	t.Logf("screenshot: %s", path)
 	return path
 }
