@@ -20,7 +20,13 @@ type NATConfig struct {
 	NATService   bool `toml:"nat_service" comment:"dial peers back to tell them whether they are reachable (AutoNAT v1 service, rate-limited)"`
 	HolePunching bool `toml:"hole_punching" comment:"turn a relayed connection into a direct one through the NAT (DCUtR)"`
 	RelayClient  bool `toml:"relay_client" comment:"when AutoNAT finds this node unreachable, reserve a slot on the bootstrap peers (circuit relay v2) and announce addresses through them"`
-	RelayService bool `toml:"relay_service" comment:"relay for nodes behind NAT (circuit relay v2), once AutoNAT finds this node reachable; bootstrap nodes"`
+	// Reachability, when set, takes the place of AutoNAT's verdict. A bootstrap node is
+	// public by definition (its address is in the network spec), and AutoNAT would not
+	// find it so where every other node is behind NAT: a node that finds itself private
+	// stops serving AutoNAT, so the bootstrap node would stay "unknown" and never start
+	// its relay service.
+	Reachability string `toml:"reachability" comment:"public or private in place of AutoNAT's verdict (public: the relay service and NAT service start at once; bootstrap nodes); empty: AutoNAT decides"`
+	RelayService bool   `toml:"relay_service" comment:"relay for nodes behind NAT (circuit relay v2), once AutoNAT finds this node reachable; bootstrap nodes"`
 	// RelayReservations is how many nodes may hold a slot at once.
 	RelayReservations int `toml:"relay_reservations" comment:"relay service: nodes holding a slot at once"`
 	// RelayCircuits is how many relayed connections one node may have open at once.
@@ -36,6 +42,9 @@ type NATConfig struct {
 func defaultNATConfig() NATConfig { return NATConfig{RelayReservations: 128, RelayCircuits: 16} }
 
 func (n *NATConfig) validate() error {
+	if n.Reachability != "" && n.Reachability != "public" && n.Reachability != "private" {
+		return &KeyError{Key: "reachability", Err: fmt.Errorf("%q: want public, private or empty", n.Reachability)}
+	}
 	if n.RelayReservations <= 0 {
 		return &KeyError{Key: "relay_reservations", Err: fmt.Errorf("%d: want at least 1", n.RelayReservations)}
 	}

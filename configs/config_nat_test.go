@@ -8,12 +8,13 @@ import (
 
 // TestProfilesGetThroughNAT: the public profile runs AutoNAT v2, the NAT service, hole
 // punching and the relay client; the bootstrap profile AutoNAT v2, the NAT service and
-// the relay service; the local profile none of them.
+// the relay service, and is public without waiting for AutoNAT; the local profile none of
+// them.
 func TestProfilesGetThroughNAT(t *testing.T) {
 	want := map[string]NATConfig{
 		ProfileLocal:     {},
 		ProfilePublic:    {AutoNAT: true, NATService: true, HolePunching: true, RelayClient: true},
-		ProfileBootstrap: {AutoNAT: true, NATService: true, RelayService: true},
+		ProfileBootstrap: {AutoNAT: true, NATService: true, RelayService: true, Reachability: "public"},
 	}
 	for p, w := range want {
 		c, err := Default(p)

@@ -65,6 +65,7 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 		{"bad log format", "profile = \"local\"\n[log]\nformat = \"xml\"\n", "log.format", 3},
 		{"bad api listen", "[api]\nlisten = \"nohostport\"\n", "api.listen", 2},
 		{"unknown profile", "profile = \"cloud\"\n", "profile", 1},
+		{"negative memory limit", "profile = \"local\"\nmemory_limit_mib = -1\n", "memory_limit_mib", 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,5 +219,27 @@ func TestInternetProfilesAnnounceOnlyPublicAddrs(t *testing.T) {
 		if c.P2P.PublicOnly != want {
 			t.Errorf("profile %s: p2p.public_only = %v, want %v", p, c.P2P.PublicOnly, want)
 		}
+	}
+}
+
+// TestMemoryLimitDefaultAndSet: every profile has the default memory limit, a config file
+// sets another (0: none), and a negative one is refused with its key.
+func TestMemoryLimitDefaultAndSet(t *testing.T) {
+	for _, p := range Profiles {
+		c, err := Default(p)
+		if err != nil || c.MemoryLimitMiB != DefaultMemoryLimitMiB {
+			t.Fatalf("%s: memory limit %v, want %d (%v)", p, c, DefaultMemoryLimitMiB, err)
+		}
+	}
+	for body, want := range map[string]int{"memory_limit_mib = 300\n": 300, "memory_limit_mib = 0\n": 0} {
+		c, err := LoadConfig(writeFile(t, t.TempDir(), "config.toml", "profile = \"local\"\n"+body))
+		if err != nil || c.MemoryLimitMiB != want {
+			t.Errorf("%q: %v (%v), want %d", body, c, err, want)
+		}
+	}
+	var ke *KeyError
+	_, err := LoadConfig(writeFile(t, t.TempDir(), "config.toml", "profile = \"local\"\nmemory_limit_mib = -1\n"))
+	if !errors.As(err, &ke) || ke.Key != "memory_limit_mib" || !strings.Contains(err.Error(), "at least 0") {
+		t.Errorf("a negative limit: %v", err)
 	}
 }

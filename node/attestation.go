@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -199,28 +198,8 @@ func (r *registry) verdict(hb *heldBundle, epoch uint64) (*verify.Verdict, error
 }
 
 func (r *registry) verify(b *verify.Bundle, epoch uint64) (*verify.Verdict, error) {
-	defer r.spent.since(time.Now())
+	defer r.spent.stop(r.spent.start())
 	return r.ver.VerifyAt(b, epoch, r.epochTime(b.Epoch))
-}
-
-// cpuMeter sums the time spent in verification calls: wall time around each call (the
-// goroutines doing it move between threads, so per-thread CPU time would need them
-// locked to one). Safe for concurrent use; a nil meter counts nothing.
-type cpuMeter struct{ ns atomic.Int64 }
-
-// since charges the time elapsed since start: defer m.since(time.Now()).
-func (m *cpuMeter) since(start time.Time) {
-	if m != nil {
-		m.ns.Add(int64(time.Since(start)))
-	}
-}
-
-// seconds is the total charged so far.
-func (m *cpuMeter) seconds() float64 {
-	if m == nil {
-		return 0
-	}
-	return time.Duration(m.ns.Load()).Seconds()
 }
 
 // lru is a bounded map by hash that drops its least recently used entry when full. Not

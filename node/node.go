@@ -1,15 +1,18 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/connmgr"
@@ -36,10 +39,16 @@ type Options struct {
 	// Adversary, when set, makes the node misbehave in that way (AdversaryKinds); only on
 	// a network whose spec allows it.
 	Adversary string
+	// P2P, if set, edits the host's config before the host starts: benchmarks run nodes
+	// on an in-memory network with emulated links with it (p2p.Config.Libp2p and Link).
+	P2P func(*p2p.Config) error
 
 	// gater, if set, decides which connections the host may open and accept: tests cut a
 	// node off the network with it (p2ptest.Gate).
 	gater connmgr.ConnectionGater
+	// reachability, if set, takes the place of AutoNAT's verdict (p2p.Config's
+	// ForceReachability): tests put a node behind a relay on loopback with it.
+	reachability string
 }
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
@@ -59,9 +68,10 @@ type Node struct {
 	announce chan struct{}
 	// penalties lower the gossip score of peers that sent provably wrong bytes outside
 	// gossip (checkpoints).
-	penalties *penalties
-	started   time.Time
-	rng       *rand.Rand // samples the peers cache; used only by Run's goroutine
+	penalties  *penalties
+	joinStatus atomic.Pointer[JoinStatus] // how the node joined a run under way (nil: it did not)
+	started    time.Time
+	rng        *rand.Rand // samples the peers cache; used only by Run's goroutine
 
 	closeOnce sync.Once
 	closeErr  error
@@ -95,9 +105,10 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	extra := map[string]http.Handler{"/ledger": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	noLedger := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "a bootstrap node keeps no ledger", http.StatusNotFound)
-	})}
+	})
+	extra := map[string]http.Handler{"/ledger": noLedger, "/evidence": noLedger, "/evidence/{id}": noLedger, "/agreement": noLedger}
 	extra["/"] = web.Handler() // the dashboard
 	if role == configs.RoleNode {
 		if err := attest.CheckStart(opts.Config, opts.Spec); err != nil {
@@ -110,6 +121,8 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, err
 		}
 		extra["/ledger"] = n.ledger.handler()
+		maps.Copy(extra, n.ledger.evidenceHandlers())
+		extra["/agreement"] = n.agreementHandler()
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -136,6 +149,11 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	pcfg.Validators = validators(wireOf(opts.Spec), full, met)
 	if n.adv != nil {
 		n.adv.validators(pcfg.Validators)
+	}
+	if opts.P2P != nil {
+		if err := opts.P2P(&pcfg); err != nil {
+			return nil, fmt.Errorf("host config: %w", err)
+		}
 	}
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
@@ -190,6 +208,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		RelayClient:       c.P2P.RelayClient,
 		RelayService:      relayLimits(c.P2P.NATConfig),
 		AppScore:          appScore,
+		ForceReachability: cmp.Or(n.opts.reachability, c.P2P.Reachability),
 		Gater:             n.opts.gater,
 		Logger:            n.log,
 		Registerer:        reg,
@@ -213,6 +232,10 @@ func (n *Node) Run(ctx context.Context) error {
 	failed := make(chan error, 1)
 	if n.train != nil {
 		if err := n.subscribe(ctx); err != nil {
+			n.Close()
+			return err
+		}
+		if err := n.joinRun(ctx); err != nil {
 			n.Close()
 			return err
 		}
@@ -305,6 +328,7 @@ func (n *Node) Status() Status {
 		Version:        n.opts.Version,
 		Training:       n.trainingStatus(),
 		Agreement:      n.agreementStatus(),
+		Join:           n.joinStatus.Load(),
 	}
 }
 

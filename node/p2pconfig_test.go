@@ -49,3 +49,18 @@ func TestNATFromConfigReachesTheHost(t *testing.T) {
 		t.Errorf("all off: %+v (err %v)", pc, err)
 	}
 }
+
+// TestReachabilityFromConfigReachesTheHost: config.toml's p2p.reachability is what the
+// host forces in place of AutoNAT's verdict; a test's option takes precedence.
+func TestReachabilityFromConfigReachesTheHost(t *testing.T) {
+	h, c, s := newHome(t)
+	c.P2P.Reachability = p2p.ReachabilityPublic
+	n := &Node{opts: Options{Home: h, Config: c, Spec: s}, log: slog.New(slog.DiscardHandler)}
+	if pc, err := n.p2pConfig(p2ptest.Key(), nil); err != nil || pc.ForceReachability != p2p.ReachabilityPublic {
+		t.Errorf("p2p.reachability = public: host forces %q (err %v)", pc.ForceReachability, err)
+	}
+	n.opts.reachability = p2p.ReachabilityPrivate
+	if pc, err := n.p2pConfig(p2ptest.Key(), nil); err != nil || pc.ForceReachability != p2p.ReachabilityPrivate {
+		t.Errorf("option private over config public: host forces %q (err %v)", pc.ForceReachability, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
+	"github.com/lowband/lowband/training/round"
 )
 
 // specFor is a validated spec of the default recipe of task.
@@ -268,9 +269,13 @@ func TestParamsDeadlineFromSpec(t *testing.T) {
 func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 	s := specFor(t, configs.TaskSynthetic)
 	s.Training.Compression.FactorBits, s.Training.Compression.FeedbackDecay = 2, 0.9
+	s.Training.Compression.FirstBudget, s.Training.Compression.PowerIters, s.Training.Outer.StartMix = 3, 3, 0.4
 	rc := mustParams(t, s).RoundConfig("p", 1)
-	if rc.Compress.FactorBits != 2 || rc.Compress.FeedbackDecay != 0.9 {
-		t.Fatalf("codec config %+v, want 2-bit factors and decay 0.9", rc.Compress)
+	if rc.Compress.FactorBits != 2 || rc.Compress.FeedbackDecay != 0.9 || rc.Compress.FirstBudget != 3 || rc.Compress.PowerIters != 3 {
+		t.Fatalf("codec config %+v, want 2-bit factors, decay 0.9, first budget 3, 3 power iterations", rc.Compress)
+	}
+	if rc.StartPoint != round.StartEager || rc.StartMix != 0.4 {
+		t.Fatalf("start %q, mix %v; want the eager start with the mix 0.4", rc.StartPoint, rc.StartMix)
 	}
 }
 

@@ -2,13 +2,19 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/control"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
@@ -111,3 +117,157 @@ func receiveWithin(t *testing.T, ctx context.Context, got <-chan []byte, wait ti
 		return nil
 	}
 }
+
+// TestTwoNodesTrainOnlyThroughARelay: two training nodes behind "NATs" (reachability
+// forced private, and a connection gater that refuses every direct connection but the
+// relay's) know only a relay host, which runs the relay service with the bootstrap
+// profile's limits, serves the DHT and joins no gossip topic. They reserve slots on it,
+// find each other's /p2p-circuit addresses through its DHT and train over the circuit:
+// each includes the other's contribution and they hold one state root, round after
+// round. The relay's own counter of the bytes it carried gives the cost per round.
+func TestTwoNodesTrainOnlyThroughARelay(t *testing.T) {
+	const rounds = 3 // rounds both nodes close with both contributions, on one root
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	var relay *p2p.Host
+	var relayAddr string
+	nodes, _, _ := startSwarmWith(t, ctx, 2, nil, func(_ int, o *Options) {
+		if relay == nil {
+			relay, relayAddr = startRelayHost(t, ctx, o.Spec, reg)
+		}
+		o.Config.P2P.Bootstrap = []string{relayAddr}
+		o.Config.P2P.RelayClient = true
+		o.reachability, o.gater = p2p.ReachabilityPrivate, relayOnly{relay.ID()}
+	})
+	a, b := nodes[0], nodes[1]
+	var together []uint64
+	if err := p2ptest.Poll(ctx, "rounds closed together through the relay", 50*time.Millisecond, func() bool {
+		together = closedTogether(a, b)
+		return len(together) >= rounds
+	}); err != nil {
+		t.Logf("a: %+v\nb: %+v", a.trainingStatus().Rounds, b.trainingStatus().Rounds)
+		t.Fatal(err)
+	}
+	for _, pair := range [][2]*Node{{a, b}, {b, a}} {
+		for _, p := range pair[0].host.Peers() {
+			if p.ID != pair[1].ID() {
+				continue
+			}
+			for _, addr := range p.Addrs {
+				if !strings.Contains(addr, "/p2p-circuit") {
+					t.Errorf("%s reaches %s directly at %s: the test proves nothing", pair[0].ID(), p.ID, addr)
+				}
+			}
+		}
+	}
+	if len(relay.Topics()) != 0 {
+		t.Fatalf("the relay joined %v: gossip may not have gone through the circuit", relay.Topics())
+	}
+	perRound, contribution := relayedPerRound(t, ctx, reg, a, b)
+	t.Logf("rounds %v closed by both on one root; the relay carried %d bytes a round (both ways; %d-byte contributions), against go-libp2p's default circuit limit of %d bytes each way",
+		together, perRound, contribution, 128<<10)
+}
+
+// closedTogether lists the rounds a and b both closed with both contributions included and
+// the same state root.
+func closedTogether(a, b *Node) []uint64 {
+	byRound := map[uint64]RoundStatus{}
+	for _, r := range a.trainingStatus().Rounds {
+		byRound[r.Round] = r
+	}
+	var out []uint64
+	for _, r := range b.trainingStatus().Rounds {
+		ra, ok := byRound[r.Round]
+		if ok && ra.StateRoot == r.StateRoot && len(r.Included) == 2 && slices.Equal(ra.Included, r.Included) {
+			out = append(out, r.Round)
+		}
+	}
+	return out
+}
+
+// relayedPerRound measures the bytes the relay carries over the next two rounds both nodes
+// close, per round, and a contribution's size in them.
+func relayedPerRound(t *testing.T, ctx context.Context, reg *prometheus.Registry, a, b *Node) (int64, int) {
+	t.Helper()
+	closed := func() uint64 { return min(headOf(a), headOf(b)) }
+	from, start := closed(), relayedBytes(t, reg)
+	if err := p2ptest.Poll(ctx, "two more rounds", 50*time.Millisecond, func() bool { return closed() >= from+2 }); err != nil {
+		t.Fatal(err)
+	}
+	to, end := closed(), relayedBytes(t, reg)
+	if end <= start {
+		t.Fatalf("the relay carried %d bytes over rounds %d to %d", end-start, from+1, to)
+	}
+	rs := a.trainingStatus().Rounds
+	return (end - start) / int64(to-from), rs[len(rs)-1].ContributionBytes
+}
+
+func headOf(n *Node) uint64 {
+	rs := n.trainingStatus().Rounds
+	if len(rs) == 0 {
+		return 0
+	}
+	return rs[len(rs)-1].Round
+}
+
+// relayedBytes reads go-libp2p's relay service counter of the bytes it relayed.
+func relayedBytes(t *testing.T, reg *prometheus.Registry) int64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "libp2p_relaysvc_data_transferred_bytes_total" {
+			return int64(mf.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	return 0
+}
+
+// startRelayHost starts a relay on loopback for the spec's network: the relay service
+// with a bootstrap node's limits, reachability forced public, a DHT server, no topic;
+// and the address to reach it at.
+func startRelayHost(t *testing.T, ctx context.Context, s *configs.Spec, reg prometheus.Registerer) (*p2p.Host, string) {
+	t.Helper()
+	cfg := p2ptest.Config(p2ptest.Key())
+	cfg.Network, cfg.Run = s.NetworkID(), s.Run
+	cfg.Topics, cfg.Validators = nil, nil
+	limits := p2p.DefaultRelayLimits
+	cfg.RelayService, cfg.ForceReachability, cfg.Registerer = &limits, p2p.ReachabilityPublic, reg
+	// go-libp2p's relay client builds /p2p-circuit addresses only on a relay's public
+	// addresses: the relay announces a name (reserved, it resolves nowhere), which the
+	// nodes, connected to the relay on loopback already, never dial.
+	cfg.Announce = []string{"/dns4/relay.lowband.example/tcp/4001"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", ln.Addr().(*net.TCPAddr).Port)}
+	ln.Close()
+	h, err := p2p.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h, fmt.Sprintf("%s/p2p/%s", cfg.Listen[0], h.ID())
+}
+
+// relayOnly is a connection gater that lets a node connect directly to its relay only:
+// every other connection goes through /p2p-circuit, as for a node behind a NAT nobody
+// can dial and no hole punch gets through.
+type relayOnly struct{ relay peer.ID }
+
+func (g relayOnly) allow(p peer.ID, a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return p == g.relay || err == nil
+}
+
+func (relayOnly) InterceptPeerDial(peer.ID) bool                     { return true }
+func (g relayOnly) InterceptAddrDial(p peer.ID, a ma.Multiaddr) bool { return g.allow(p, a) }
+func (relayOnly) InterceptAccept(network.ConnMultiaddrs) bool        { return true }
+func (g relayOnly) InterceptSecured(_ network.Direction, p peer.ID, c network.ConnMultiaddrs) bool {
+	return g.allow(p, c.RemoteMultiaddr())
+}
+func (relayOnly) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -63,13 +64,14 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run the node until SIGINT or SIGTERM",
-		UsageText: "lowband run [--home DIR] [--role node|bootstrap] [--log-format text|json] [--log-level LEVEL] [--adversary KIND]",
+		UsageText: "lowband run [--home DIR] [--role node|bootstrap] [--log-format text|json] [--log-level LEVEL] [--adversary KIND] [--pprof HOST:PORT]",
 		Flags: []cli.Flag{
 			homeFlag,
 			&cli.StringFlag{Name: "role", Usage: "node (trains) or bootstrap (DHT and gossip only); default from config.toml"},
 			&cli.StringFlag{Name: "adversary", Usage: "misbehave on purpose, to test a network whose spec allows it: " + strings.Join(node.AdversaryKinds, ", ")},
 			&cli.StringFlag{Name: "log-format", Usage: "text or json (default from config.toml)"},
 			&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default from config.toml)"},
+			&cli.StringFlag{Name: "pprof", Usage: "serve Go's runtime profiles (/debug/pprof/) on this loopback host:port"},
 		},
 		Action: func(c *cli.Context) error {
 			h, cfg, spec, err := loadHome(c)
@@ -93,6 +95,17 @@ func runCommand() *cli.Command {
 				return fmt.Errorf("--adversary is for a training node, not a %s node", role)
 			}
 			log := node.NewLogger(c.App.ErrWriter, cfg.Log)
+			if lim := memoryLimit(cfg.MemoryLimitMiB, os.Getenv("GOMEMLIMIT")); lim != math.MaxInt64 {
+				log.Info("memory limit", "mib", lim>>20)
+			}
+			if a := c.String("pprof"); a != "" {
+				addr, stop, err := startPprof(a)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				log.Info("serving profiles", "addr", "http://"+addr+"/debug/pprof/")
+			}
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			n, err := node.New(ctx, node.Options{
