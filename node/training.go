@@ -207,9 +207,14 @@ func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 	slotsFull := false
 	for _, w := range wants {
 		order := slices.Clone(peers)
-		if id, err := peer.Decode(w.Peer); err == nil {
-			if i := slices.Index(order, id); i > 0 {
+		if id, err := peer.Decode(w.Peer); err == nil && id != n.host.ID() {
+			// The slot's or entry's peer signed the shard: ask it first, also when the
+			// topic does not list it (yet: a mesh forms again after a partition).
+			switch i := slices.Index(order, id); {
+			case i > 0:
 				order[0], order[i] = order[i], order[0]
+			case i < 0:
+				order = append([]peer.ID{id}, order...)
 			}
 		}
 		switch {
