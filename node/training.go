@@ -204,12 +204,18 @@ func (n *Node) serveFetch() {
 // off the loop's goroutine.
 func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 	peers := n.host.TopicPeers(p2p.KindShards)
+	connected := n.host.ConnectedPeers()
 	slotsFull := false
 	for _, w := range wants {
 		order := slices.Clone(peers)
 		if id, err := peer.Decode(w.Peer); err == nil {
 			if i := slices.Index(order, id); i > 0 {
 				order[0], order[i] = order[i], order[0]
+			} else if _, ok := slices.BinarySearch(connected, id); i < 0 && ok && id != n.host.ID() {
+				// Connected but not (yet) on the topic: a restarted node's gossip with a
+				// peer can lag its connection; the slot's peer serves its own shards
+				// and, to the validator that asks where a shard came from, its bundle.
+				order = append([]peer.ID{id}, order...)
 			}
 		}
 		switch {
