@@ -159,9 +159,12 @@ func storedRoots(t *testing.T, home string) (map[uint64]string, uint64) {
 }
 
 // TestKillNineMidRoundResumes: a node of a process testnet killed with SIGKILL at random
-// moments of its rounds, and started again each time, starts: its store opens, holds every
-// round the node logged as closed with the state root it logged, and the node resumes at
-// the store's head (replaying the stored rounds checks each root) and closes rounds again.
+// moments of its rounds, and started again each time (on new ports, as the local profile
+// listens), starts: its store opens, holds every round the node logged as closed with the
+// state root it logged (nothing committed is lost), the node resumes at the store's head
+// (replaying the stored rounds checks each root), and within 2 rounds of its restart it
+// holds the canonical root: from the second round the others close after it was started
+// again, its root of each round is the one most of the other nodes hold.
 func TestKillNineMidRoundResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a process testnet")
