@@ -53,10 +53,6 @@ func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Durati
 	j.trust = rp.ledger
 	h, ok := j.wantHead(ctx, rp.ledger, wait)
 	if !ok {
-		if ctx.Err() == nil {
-			n.log.Warn("catching up: the peers that answered carry no majority of the voting power: starting from the committed state",
-				"round", rp.state.Round, "peers_answered", len(j.peers), "waited_s", time.Since(began).Seconds())
-		}
 		return false, nil
 	}
 	if h < rp.state.Round {
@@ -96,11 +92,16 @@ func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Durati
 }
 
 // wantHead asks peers for their heads until those that answered carry more than half of
-// led's voting power (headOfPower), or wait has passed: the peers of the records topic,
+// led's voting power (headOfPower), or wait has passed (at once when the other voters
+// together carry no such majority): the peers of the records topic,
 // and, while they are not enough, the voters of led found through the rendezvous or the
 // peer store, dialed (a restarted node's mesh takes a while to form; asking them directly
 // also connects it). It logs once when it has to look for voters.
 func (j *joiner) wantHead(ctx context.Context, led *incentives.State, wait time.Duration) (uint64, bool) {
+	if total := led.TotalPower(); 2*(total-led.Power(j.n.host.ID().String())) <= total {
+		j.n.log.Info("catching up: the other voters carry no majority of the voting power: starting from the committed state", "round", led.Round)
+		return 0, false
+	}
 	until, logged := time.Now().Add(wait), false
 	for ctx.Err() == nil {
 		j.peers = j.askable(led)
@@ -108,6 +109,8 @@ func (j *joiner) wantHead(ctx context.Context, led *incentives.State, wait time.
 			return h, true
 		}
 		if time.Now().After(until) {
+			j.n.log.Warn("catching up: the peers that answered carry no majority of the voting power: starting from the committed state",
+				"round", led.Round, "peers_asked", len(j.peers), "waited", wait)
 			return 0, false
 		}
 		if !logged {
