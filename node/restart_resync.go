@@ -14,9 +14,11 @@ import (
 
 // Bounds of the head watch of a running node.
 const (
-	// probeMin is the shortest time between two looks at the peers' heads (the spec's
-	// deadline_max when longer: the longest a round stays open).
-	probeMin = 2 * time.Second
+	// probeMin and probeEvery bound the time between two looks at the peers' heads: the
+	// spec's deadline_min (a round with every staked contribution closes sooner, one
+	// waiting for a missing peer about that late).
+	probeMin   = 2 * time.Second
+	probeEvery = 30 * time.Second
 	// probeMax bounds the back-off after catch-ups that did not move the node.
 	probeMax = 2 * time.Minute
 )
@@ -24,7 +26,7 @@ const (
 // Reasons of a resync.
 const (
 	resyncBehind   = "behind"   // the peers' head is past this node's by more than the repair window
-	resyncDiverged = "diverged" // the record a majority committed for this node's head is not its own, twice in a row
+	resyncDiverged = "diverged" // the record a majority committed for this node's head is not its own, for deadline_max
 	resyncStale    = "stale"    // a repair waited until its round left the window
 )
 
@@ -55,13 +57,16 @@ type ResyncStatus struct {
 // the loop, and the node resumes from its store and catches up (resync) before the loop
 // runs again. A resync that does not move the node doubles the time to the next look.
 func (n *Node) runTraining(ctx context.Context) error {
-	every := max(probeMin, n.train.params.Deadline.Max)
+	d := n.train.params.Deadline
+	every := min(max(probeMin, d.Min), probeEvery)
+	// A repair in flight gets deadline_max (at least two looks) before a divergence counts.
+	strikes := max(2, int((d.Max+every-1)/every))
 	wait := every
 	for {
 		lctx, stop := context.WithCancelCause(ctx)
 		var wg sync.WaitGroup
 		wg.Add(1)
-		go func() { defer wg.Done(); n.watchHead(lctx, stop, wait) }()
+		go func() { defer wg.Done(); n.watchHead(lctx, stop, wait, strikes) }()
 		err := n.train.loop.run(lctx, n.train.initial)
 		stop(nil)
 		wg.Wait()
@@ -80,10 +85,10 @@ func (n *Node) runTraining(ctx context.Context) error {
 }
 
 // watchHead looks at the peers' heads every wait until ctx ends, and stops the loop with
-// the cause when probeHead finds the node behind (at once) or diverged (twice in a row:
-// a repair in flight gets one look's time).
-func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait time.Duration) {
-	diverged := false
+// the cause when probeHead finds the node behind or stale (at once) or diverged (strikes
+// looks in a row: a repair in flight gets that long).
+func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait time.Duration, strikes int) {
+	diverged := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -93,9 +98,9 @@ func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait
 		c := n.probeHead(ctx)
 		switch {
 		case c == nil:
-			diverged = false
-		case c.why == resyncDiverged && !diverged:
-			diverged = true
+			diverged = 0
+		case c.why == resyncDiverged && diverged+1 < strikes:
+			diverged++
 		default:
 			stop(c)
 			return
