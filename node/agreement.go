@@ -22,6 +22,11 @@ type AgreementStatus struct {
 	Stale          bool   `json:"stale"`           // a repair left the window unfinished: only a checkpoint helps
 	Repairs        int    `json:"repairs"`         // rounds closed again so far
 	Waiting        int    `json:"waiting"`         // shards a pending repair still waits for
+	// Resyncs counts the times the running node found itself off its peers' lineage
+	// (behind by more than the repair window, or on a root their majority does not hold)
+	// and caught up from its store, the peers' records and a checkpoint.
+	Resyncs    int           `json:"resyncs"`
+	LastResync *ResyncStatus `json:"last_resync,omitempty"` // the last of them
 }
 
 // agreementStatus is the core's agreement as GET /status shows it.
@@ -119,7 +124,7 @@ func (p *progress) repaired(commits []*core.Commit) {
 // agreementMetrics are the agreement's Prometheus metrics: repairs and rounds repaired
 // (counters), and gauges read from the loop's latest agreement when scraped.
 type agreementMetrics struct {
-	repairs, rounds prometheus.Counter
+	repairs, rounds, resyncs prometheus.Counter
 }
 
 func newAgreementMetrics(reg prometheus.Registerer, get func() core.Agreement) (*agreementMetrics, error) {
@@ -128,12 +133,14 @@ func newAgreementMetrics(reg prometheus.Registerer, get func() core.Agreement) (
 			Help: "Repairs this node made: each closed one or more rounds again with their canonical inclusion lists."}),
 		rounds: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lowband", Subsystem: "agreement", Name: "repaired_rounds_total",
 			Help: "Rounds this node closed again with their canonical inclusion lists."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "lowband", Subsystem: "agreement", Name: "resyncs_total",
+			Help: "Times the running node found itself off its peers' lineage and caught up from its store, their records and a checkpoint."}),
 	}
 	gauge := func(name, help string, f func(core.Agreement) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "lowband", Subsystem: "agreement", Name: name, Help: help},
 			func() float64 { return f(get()) })
 	}
-	for _, c := range []prometheus.Collector{m.repairs, m.rounds,
+	for _, c := range []prometheus.Collector{m.repairs, m.rounds, m.resyncs,
 		gauge("agrees", "1 when this node holds the canonical state of every round the records it saw decide, else 0.",
 			func(a core.Agreement) float64 { return boolGauge(a.Agrees) }),
 		gauge("head_round", "The last round this node closed.", func(a core.Agreement) float64 { return float64(a.Head) }),
@@ -152,6 +159,8 @@ func (m *agreementMetrics) repaired(rounds int) {
 	m.repairs.Inc()
 	m.rounds.Add(float64(rounds))
 }
+
+func (m *agreementMetrics) resynced() { m.resyncs.Inc() }
 
 func boolGauge(b bool) float64 {
 	if b {

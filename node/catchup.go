@@ -2,31 +2,62 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/p2p"
+)
+
+// Bounds of a catch-up.
+const (
+	// catchUpWait is how long a restarted node looks for peers carrying a majority of the
+	// voting power before its loop starts from its own committed state (a catch-up while
+	// running looks as long: the loop is stopped meanwhile).
+	catchUpWait = 30 * time.Second
+	// voterLookup bounds one rendezvous lookup and the dials of the voters it finds.
+	voterLookup = 5 * time.Second
 )
 
 // catchUp brings a restarted node to its peers' head before its loop starts, when they
-// are past it: the rounds of the repair window it resumed with whose committed record a
-// majority of the voting power signed differently are closed again from the snapshot
-// before the first of them (a repair, Store.Reorg), and every round after its head that a
-// majority committed is closed again and committed (as a late joiner does), with the
-// shards fetched by CID. When that cannot be done (the shards are gone, its head is
-// before what the peers keep), it syncs the checkpoint a majority committed and replays
-// from there (Store.JumpTo: its rounds before are dropped). Its core then starts at the
-// head reached, seeded with the last rounds, its votes and its local state kept, its
-// local work from the round its peers work on (never before the round a restart skips
-// to). Without peers past it it starts where it resumed, as it does when the catch-up
-// fails (logged): it still starts from its own committed state.
+// are past it (catchUpFrom, from where it resumed). Without peers past it it starts where
+// it resumed, as it does when the catch-up fails (logged): it still starts from its own
+// committed state.
 func (n *Node) catchUp(ctx context.Context) error {
-	began, rp, j := time.Now(), n.train.resumed, n.newJoiner()
-	h, past := j.wantRounds(ctx, func([]peer.ID) bool { return false }, n.train.loop.startWait)
-	if !past || h < rp.state.Round {
-		return nil
+	_, err := n.catchUpFrom(ctx, n.train.resumed, catchUpWait)
+	return err
+}
+
+// catchUpFrom brings the node from rp to its peers' head: the head is the highest round
+// that peers carrying more than half of the voting power of rp's ledger reach
+// (headOfPower; it waits for such peers at most wait, then goes on from rp, logged). The
+// rounds of the repair window rp holds whose committed record a majority of the voting
+// power signed differently are closed again from the snapshot before the first of them
+// (a repair, Store.Reorg), and every round after its head that a majority committed is
+// closed again and committed (as a late joiner does), with the shards fetched by CID.
+// When that cannot be done (the shards are gone, its head is before what the peers keep,
+// its own lineage parted from theirs before the window), it syncs the checkpoint a
+// majority committed and replays from there (Store.JumpTo: its rounds before are
+// dropped). Its core then starts at the head reached, seeded with the last rounds, its
+// votes and its local state kept, its local work from the round its peers work on (never
+// before rp.first). It reports whether the core was reset; an error only when the store
+// does not take what was checked.
+func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Duration) (bool, error) {
+	began, j := time.Now(), n.newJoiner()
+	j.trust = rp.ledger
+	h, ok := j.wantHead(ctx, rp.ledger, wait)
+	if !ok {
+		return false, nil
+	}
+	if h < rp.state.Round {
+		n.log.Info("catching up: the peers are not past this node", "round", rp.state.Round, "peers_head", h, "peers", len(j.peers))
+		return false, nil
 	}
 	out, from, err := j.rebase(ctx, rp)
 	if err == nil {
@@ -38,21 +69,111 @@ func (n *Node) catchUp(ctx context.Context) error {
 		out, from = j.got, j.got.ckpt.Round
 	}
 	if err != nil {
-		n.log.Warn("catching up with the peers failed: starting from the committed state", "round", rp.state.Round, "err", err)
-		return nil
+		n.log.Warn("catching up with the peers failed: starting from the committed state", "round", rp.state.Round, "peers_head", h, "err", err)
+		return false, nil
 	}
 	if err := keptVotes(n.ledger.st, j.rep.snaps); err != nil {
-		return err
+		return false, err
 	}
 	first := max(rp.first, out.state.Round+uint64(n.train.params.round.Delay))
 	next := resumePoint{state: out.state, ledger: out.ledger, first: first, local: rp.local, snaps: j.rep.snaps}
 	if err := n.train.reset(next, n.log); err != nil {
-		return fmt.Errorf("catching up: %w", err)
+		return false, fmt.Errorf("catching up: %w", err)
 	}
+	var ck uint64
+	if j.got != nil {
+		ck = j.got.ckpt.Round
+	}
+	n.train.prog.caughtUp(out.rounds)
 	n.log.Info(fmt.Sprintf("caught up from round %d to round %d from round %d, fetched %d bytes in %.1f seconds",
 		rp.state.Round, out.state.Round, from, j.bytes.Load(), time.Since(began).Seconds()),
-		"from", rp.state.Round, "to", out.state.Round, "closed_again_from", from, "bytes", j.bytes.Load(), "first_local_round", first)
-	return nil
+		"from", rp.state.Round, "to", out.state.Round, "closed_again_from", from, "checkpoint", ck, "bytes", j.bytes.Load(), "first_local_round", first)
+	return true, nil
+}
+
+// wantHead asks peers for their heads until those that answered carry more than half of
+// led's voting power (headOfPower), or wait has passed (at once when the other voters
+// together carry no such majority): the peers of the records topic,
+// and, while they are not enough, the voters of led found through the rendezvous or the
+// peer store, dialed (a restarted node's mesh takes a while to form; asking them directly
+// also connects it). It logs once when it has to look for voters.
+func (j *joiner) wantHead(ctx context.Context, led *incentives.State, wait time.Duration) (uint64, bool) {
+	if total := led.TotalPower(); 2*(total-led.Power(j.n.host.ID().String())) <= total {
+		j.n.log.Info("catching up: the other voters carry no majority of the voting power: starting from the committed state", "round", led.Round)
+		return 0, false
+	}
+	until, logged := time.Now().Add(wait), false
+	for ctx.Err() == nil {
+		j.peers = j.askable(led)
+		if h, ok := headOfPower(j.committed(ctx, headRound), led); ok {
+			return h, true
+		}
+		if time.Now().After(until) {
+			j.n.log.Warn("catching up: the peers that answered carry no majority of the voting power: starting from the committed state",
+				"round", led.Round, "peers_asked", len(j.peers), "waited", wait)
+			return 0, false
+		}
+		if !logged {
+			j.n.log.Info("catching up: waiting for peers carrying a majority of the voting power", "peers", len(j.peers), "at_most", wait)
+			logged = true
+		}
+		j.connectVoters(ctx, led)
+		select {
+		case <-ctx.Done():
+		case <-time.After(joinPoll):
+		}
+	}
+	return 0, false
+}
+
+// askable are the peers a catch-up asks: those of the records topic and the connected
+// voters of led, voters first, at most joinPeers.
+func (j *joiner) askable(led *incentives.State) []peer.ID {
+	topic := j.n.host.TopicPeers(p2p.KindRecords)
+	var out []peer.ID
+	for _, p := range append(topic, j.n.host.ConnectedPeers()...) {
+		if p != j.n.host.ID() && !slices.Contains(out, p) && (led.Power(p.String()) > 0 || slices.Contains(topic, p)) {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b peer.ID) int { return cmp.Compare(led.Power(b.String()), led.Power(a.String())) })
+	return out[:min(len(out), joinPeers)]
+}
+
+// connectVoters dials the voters of led this node is not connected to, with the addresses
+// the peer store or a rendezvous lookup gives, for at most voterLookup.
+func (j *joiner) connectVoters(ctx context.Context, led *incentives.State) {
+	ctx, cancel := context.WithTimeout(ctx, voterLookup)
+	defer cancel()
+	h := j.n.host
+	connected := h.ConnectedPeers()
+	want := func(ai peer.AddrInfo) bool {
+		return ai.ID != h.ID() && len(ai.Addrs) > 0 && led.Power(ai.ID.String()) > 0 && !slices.Contains(connected, ai.ID)
+	}
+	var cands []peer.AddrInfo
+	for _, ai := range h.KnownPeers() {
+		if want(ai) {
+			cands = append(cands, ai)
+		}
+	}
+	if found, err := h.LookupRendezvous(ctx); err == nil {
+		for _, ai := range found {
+			if want(ai) && !slices.ContainsFunc(cands, func(c peer.AddrInfo) bool { return c.ID == ai.ID }) {
+				cands = append(cands, ai)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for _, ai := range cands[:min(len(cands), joinPeers)] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.Connect(ctx, ai); err != nil {
+				j.n.log.Debug("catching up: dialing a voter", "peer", ai.ID.ShortString(), "err", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // jump syncs the checkpoint at the peers' head h and the rounds after it (joiner.run)

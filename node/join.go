@@ -56,6 +56,10 @@ type joiner struct {
 	peers []peer.ID // asked, in turn
 	bytes atomic.Int64
 	got   *joined // what a catch-up's jump stored
+	// trust, when set (a catch-up: the node's own committed ledger), must also give the
+	// signers of a synced checkpoint's record more than half of its voting power: a
+	// checkpoint's own ledger, which its signers chose, cannot vouch for them alone.
+	trust *incentives.State
 }
 
 // joined is what a join found: the checkpoint it starts from (nil: genesis), the rounds
@@ -71,6 +75,7 @@ type joined struct {
 type peerHead struct {
 	from peer.ID
 	rec  *incentives.Record
+	data []byte // the signed record as it came
 }
 
 // askAll asks every peer for r, joinParallel at a time, and returns the answers that came.
@@ -113,7 +118,7 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 		case err != nil, sr.Signer != p.String(), sr.Network != j.rep.network, sr.Run != j.rep.run:
 			j.n.log.Debug("joining: a committed record refused", "peer", p.ShortString(), "err", err)
 		case r == headRound || rec.Round == r:
-			out = append(out, peerHead{from: p, rec: rec})
+			out = append(out, peerHead{from: p, rec: rec, data: data})
 		}
 	}
 	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
@@ -132,13 +137,38 @@ func headRoundOf(heads []peerHead) uint64 {
 	return rs[(len(rs)+1)/2-1]
 }
 
+// headOfPower is the highest round that heads carrying more than half of led's voting
+// power reach (each peer once, weighed by led); false when the heads that answered carry
+// no such majority. Peers without power, however far ahead they claim to be, move nothing.
+func headOfPower(heads []peerHead, led *incentives.State) (uint64, bool) {
+	hs := slices.Clone(heads)
+	slices.SortFunc(hs, func(a, b peerHead) int { return cmp.Compare(b.rec.Round, a.rec.Round) })
+	var w uint64
+	seen := map[peer.ID]bool{}
+	for _, h := range hs {
+		if seen[h.from] {
+			continue
+		}
+		seen[h.from] = true
+		if w += led.Power(h.from.String()); 2*w > led.TotalPower() {
+			return h.rec.Round, true
+		}
+	}
+	return 0, false
+}
+
 // majority is round r's record that a majority of the voting power by led committed, and
 // its signers; with led nil (the round before a checkpoint, whose ledger comes with the
 // checkpoint), the record most signers committed, whose power the caller checks.
 func (j *joiner) majority(ctx context.Context, r uint64, led *incentives.State) (*incentives.Record, []peer.ID, error) {
+	return majorityOf(j.committed(ctx, r), led, r)
+}
+
+// majorityOf is majority over the committed records of round r that peers sent.
+func majorityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives.Record, []peer.ID, error) {
 	groups := map[string][]peerHead{}
 	weight := map[string]uint64{}
-	for _, h := range j.committed(ctx, r) {
+	for _, h := range heads {
 		k := string(h.rec.Marshal())
 		groups[k] = append(groups[k], h)
 		if led == nil {
@@ -231,7 +261,7 @@ func (j *joiner) replay(ctx context.Context, out *joined, rec *incentives.Record
 // round c-1 that most peers committed, and those peers must carry a majority of the
 // voting power of the checkpoint's ledger.
 func (j *joiner) checkpoint(ctx context.Context, c uint64) (*checkpoint.Checkpoint, error) {
-	rec, signers, err := j.majority(ctx, c-1, nil)
+	rec, signers, err := j.majority(ctx, c-1, j.trust)
 	if err != nil {
 		return nil, err
 	}

@@ -132,8 +132,10 @@ func (l *loop) run(ctx context.Context, initial round.State) error {
 	l.eval.submit(evalJob{initial: true, params: initial.Params})
 	t := l.clk.NewTicker(tickInterval)
 	defer t.Stop()
-	if l.waitForPeers(ctx, t); ctx.Err() != nil {
-		return nil
+	if l.View().NextClose == 0 { // round 0 starts together; a restart or a join does not wait
+		if l.waitForPeers(ctx, t); ctx.Err() != nil {
+			return nil
+		}
 	}
 	err := l.setSigner(ctx, l.View().Epoch)
 	var rd core.Ready

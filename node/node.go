@@ -70,6 +70,8 @@ type Node struct {
 	// gossip (checkpoints).
 	penalties  *penalties
 	joinStatus atomic.Pointer[JoinStatus] // how the node joined a run under way (nil: it did not)
+	resyncs    atomic.Int64               // catch-ups while running (resync)
+	lastResync atomic.Pointer[ResyncStatus]
 	started    time.Time
 	rng        *rand.Rand // samples the peers cache; used only by Run's goroutine
 
@@ -239,7 +241,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.Close()
 			return err
 		}
-		go func() { failed <- n.train.loop.run(ctx, n.train.initial) }()
+		go func() { failed <- n.runTraining(ctx) }()
 	}
 	provided := make(chan struct{}) // the loop announcing checkpoints has stopped
 	go func() {
@@ -337,7 +339,9 @@ func (n *Node) agreementStatus() *AgreementStatus {
 	if n.train == nil {
 		return nil
 	}
-	return agreementStatus(n.train.loop.Agreement())
+	st := agreementStatus(n.train.loop.Agreement())
+	st.Resyncs, st.LastResync = int(n.resyncs.Load()), n.lastResync.Load()
+	return st
 }
 
 // trainingStatus is GET /status's training object; nil on a bootstrap node.

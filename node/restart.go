@@ -41,40 +41,53 @@ func freshStart(p *Params, led *incentives.State) (resumePoint, error) {
 // it may have signed before it stopped (head + delay + 1), with the local state it saved
 // last, if that one restores. It logs one line.
 func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger) (resumePoint, error) {
+	began := time.Now()
+	rp, c, replayed, err := resumeStore(p, s, self, l, log)
+	if err != nil || !replayed {
+		return rp, err
+	}
+	led := rp.ledger
+	log.Info(fmt.Sprintf("resumed at round %d from checkpoint %d, replayed %d rounds, in %.1f seconds", led.Round, c, led.Round-c, time.Since(began).Seconds()),
+		"round", led.Round, "checkpoint", c, "replayed", led.Round-c, "seconds", time.Since(began).Seconds(), "first_local_round", rp.first, "repairable", len(rp.snaps))
+	return rp, nil
+}
+
+// resumeStore is resume without its line: the resume point, the round of the checkpoint
+// the replay started from, and whether the store was replayed (false: a fresh start).
+func resumeStore(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger) (resumePoint, uint64, bool, error) {
 	led := l.state.Load()
 	_, blob, trained, err := l.st.Local()
 	if err != nil {
-		return resumePoint{}, fmt.Errorf("reading the local state: %w", err)
+		return resumePoint{}, 0, false, fmt.Errorf("reading the local state: %w", err)
 	}
 	if led.Round == 0 && !trained {
 		rp, err := freshStart(p, led)
 		if err != nil {
-			return rp, err
+			return rp, 0, false, err
 		}
 		empty, _ := (&localState{}).marshal()
-		return rp, l.st.PutLocal(0, empty)
+		return rp, 0, false, l.st.PutLocal(0, empty)
 	}
-	began := time.Now()
 	rep := newReplayer(p, s, self)
 	init, err := p.Initial()
 	if err != nil {
-		return resumePoint{}, err
+		return resumePoint{}, 0, false, err
 	}
 	rep.keep = repairDepth(s)
 	lim := checkpoint.Limits{Network: s.NetworkID(), Run: s.Run, Like: init.Params}
 	st, startLed, c, err := rep.replayStart(l.st, lim, init, led.Round)
 	if err != nil {
-		return resumePoint{}, fmt.Errorf("resuming at round %d: %w", led.Round, err)
+		return resumePoint{}, 0, false, fmt.Errorf("resuming at round %d: %w", led.Round, err)
 	}
 	model, replayed, err := rep.replayFrom(l.st, st, startLed, led.Round)
 	if err != nil {
-		return resumePoint{}, fmt.Errorf("resuming at round %d: %w", led.Round, err)
+		return resumePoint{}, 0, false, fmt.Errorf("resuming at round %d: %w", led.Round, err)
 	}
 	if !bytes.Equal(replayed.Head, led.Head) {
-		return resumePoint{}, fmt.Errorf("resuming at round %d: the replayed ledger's root %x is not the stored one %x", led.Round, replayed.Head, led.Head)
+		return resumePoint{}, 0, false, fmt.Errorf("resuming at round %d: the replayed ledger's root %x is not the stored one %x", led.Round, replayed.Head, led.Head)
 	}
 	if err := keptVotes(l.st, rep.snaps); err != nil {
-		return resumePoint{}, fmt.Errorf("resuming at round %d: %w", led.Round, err)
+		return resumePoint{}, 0, false, fmt.Errorf("resuming at round %d: %w", led.Round, err)
 	}
 	rp := resumePoint{state: model, ledger: led, first: led.Round + uint64(p.round.Delay) + 1, snaps: rep.snaps}
 	if trained && len(blob) > 0 {
@@ -82,9 +95,7 @@ func resume(p *Params, s *configs.Spec, self string, l *ledger, log *slog.Logger
 			log.Warn("the saved local state does not decode: training on without it", "err", err)
 		}
 	}
-	log.Info(fmt.Sprintf("resumed at round %d from checkpoint %d, replayed %d rounds, in %.1f seconds", led.Round, c, led.Round-c, time.Since(began).Seconds()),
-		"round", led.Round, "checkpoint", c, "replayed", led.Round-c, "seconds", time.Since(began).Seconds(), "first_local_round", rp.first, "repairable", len(rp.snaps))
-	return rp, nil
+	return rp, c, true, nil
 }
 
 // keptVotes gives each snapshot the vote the store kept for its round (none: nil), so

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
@@ -305,5 +307,128 @@ func checkResumeSeedsRepairWindow(t *testing.T, h configs.Home, s *configs.Spec)
 	}
 	if err := c.Seed(rp.snaps); err != nil {
 		t.Fatalf("the core refuses the replay's snapshots: %v", err)
+	}
+}
+
+// TestRunningNodeFarBehindResyncs: a node of a swarm of three cut off (every connection
+// closed and refused) while the others close more rounds than its repair window holds
+// closes rounds alone meanwhile; once let back, their records of its rounds are outside
+// its window and no repair can bring it back, so it looks at their heads, finds itself
+// behind, resumes from its store, catches up from their records and a checkpoint, and
+// holds their state root, says so in /status and the metrics.
+func TestRunningNodeFarBehindResyncs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	gate := &p2ptest.Gate{}
+	spec := func(s *configs.Spec) {
+		// The others, with a quorum, close at the adaptive deadline once it has enough
+		// arrivals to go by; the cut node, without, at the maximum.
+		s.Round = configs.RoundSpec{Quorum: 0.6, DeadlineMin: 1, DeadlineMax: 6}
+		s.Agreement.CheckpointEvery = 2
+		s.Agreement.RepairDepth = 2
+	}
+	swarm, _, boot := startSwarmWith(t, ctx, 3, spec, func(i int, o *Options) {
+		if i == 0 {
+			o.gater = gate
+		}
+	})
+	cut, others := swarm[0], swarm[1:]
+	poll := func(what string, cond func() bool) {
+		t.Helper()
+		if err := p2ptest.Poll(ctx, what, 50*time.Millisecond, cond); err != nil {
+			for _, n := range swarm {
+				h, _ := head(n)
+				t.Logf("%s: head %d, agreement %+v", n.ID(), h, n.train.loop.Agreement())
+			}
+			t.Fatal(err)
+		}
+	}
+	poll("every node closing round 4", func() bool { return lowHead(swarm) >= 4 })
+	gate.Cut(cut.host)
+	poll("the others more rounds ahead than its repair window", func() bool {
+		h, _ := head(cut)
+		return lowHead(others) >= h+5
+	})
+	if n := cut.resyncs.Load(); n != 0 {
+		t.Fatalf("%d resyncs while cut off", n)
+	}
+	gate.Restore()
+	alone, _ := head(cut)
+	restored := lowHead(others)
+	for _, n := range append([]*Node{boot}, others...) {
+		if err := cut.host.Connect(ctx, n.host.AddrInfo()); err != nil {
+			t.Fatalf("reconnecting to %s: %v", n.ID(), err)
+		}
+	}
+	t.Logf("let back at the others' round %d; it closed up to %d alone", restored, alone)
+	var at uint64
+	poll("the cut node back on the others' root", func() bool {
+		h, _ := head(cut)
+		if m := min(h, lowHead(others)-1); m > restored {
+			if want := majorityRoot(t, others, m); want != nil && bytes.Equal(storedRoot(t, cut, m), want) {
+				at = m
+				return true
+			}
+		}
+		if f := lowHead(others); f > restored+12 {
+			t.Fatalf("the others closed rounds %d to %d since the node was let back, and it does not hold their root: agreement %+v, resyncs %d",
+				restored+1, f, cut.train.loop.Agreement(), cut.resyncs.Load())
+		}
+		return false
+	})
+	st := cut.agreementStatus()
+	if st.Resyncs == 0 || st.LastResync == nil || st.LastResync.To <= alone {
+		t.Fatalf("back on the others' root at round %d without a resync past its head %d: %+v %+v", at, alone, st, st.LastResync)
+	}
+	t.Logf("back on the others' root at round %d; %+v", at, *st.LastResync)
+	metrics := string(get(t, "http://"+cut.APIAddr()+"/metrics"))
+	if !strings.Contains(metrics, "lowband_agreement_resyncs_total ") || strings.Contains(metrics, "lowband_agreement_resyncs_total 0\n") {
+		t.Error("lowband_agreement_resyncs_total does not count the resync")
+	}
+}
+
+// TestCatchUpHeadNeedsAMajorityOfTheVotingPower: the head a catch-up or the head watch
+// goes by is the highest round that peers carrying more than half of the voting power
+// reach; a peer without power claiming a round far ahead, or a minority, moves nothing,
+// and a record signed by a minority of the node's ledger is no majority however many
+// powerless signers add to it.
+func TestCatchUpHeadNeedsAMajorityOfTheVotingPower(t *testing.T) {
+	ids := make([]peer.ID, 6)
+	for i := range ids {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], _ = peer.IDFromPrivateKey(k)
+	}
+	var g incentives.Genesis
+	for _, id := range ids[:4] { // ids[4] and ids[5] hold no stake
+		g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: 1000})
+	}
+	led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(p peer.ID, r uint64, root byte) peerHead {
+		return peerHead{from: p, rec: &incentives.Record{Round: r, NewRoot: bytes.Repeat([]byte{root}, 32)}}
+	}
+	liars := []peerHead{at(ids[4], 1000, 9), at(ids[5], 900, 9), at(ids[0], 500, 9)}
+	if h, ok := headOfPower(liars, led); ok {
+		t.Fatalf("powerless peers and a minority moved the head to %d", h)
+	}
+	if h, ok := headOfPower(append(liars, at(ids[1], 11, 1)), led); ok {
+		t.Fatalf("half of the power moved the head to %d", h)
+	}
+	if h, ok := headOfPower(append(liars, at(ids[1], 11, 1), at(ids[2], 10, 1)), led); !ok || h != 10 {
+		t.Fatalf("head %d %v, want 10: the highest round three of four staked peers reach", h, ok)
+	}
+	// A record of round 10 that a minority of the power signed, with powerless signers.
+	lie := []peerHead{at(ids[0], 10, 9), at(ids[4], 10, 9), at(ids[5], 10, 9), at(ids[1], 10, 1)}
+	if rec, _, err := majorityOf(lie, led, 10); err == nil {
+		t.Fatalf("a record of a minority of the power taken: root %x", rec.NewRoot[:4])
+	}
+	rec, signers, err := majorityOf(append(lie, at(ids[2], 10, 1), at(ids[3], 10, 1)), led, 10)
+	if err != nil || rec.NewRoot[0] != 1 || len(signers) != 3 {
+		t.Fatalf("the record of three of four staked peers: %v %v", signers, err)
 	}
 }

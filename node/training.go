@@ -204,17 +204,22 @@ func (n *Node) serveFetch() {
 // off the loop's goroutine.
 func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 	peers := n.host.TopicPeers(p2p.KindShards)
+	connected := n.host.ConnectedPeers()
 	slotsFull := false
 	for _, w := range wants {
 		order := slices.Clone(peers)
 		if id, err := peer.Decode(w.Peer); err == nil && id != n.host.ID() {
-			// The slot's or entry's peer signed the shard: ask it first, also when the
-			// topic does not list it (yet: a mesh forms again after a partition).
+			// The slot's or entry's peer signed the shard: ask it first, also when it is
+			// connected but the topic does not list it yet (gossip with a restarted peer
+			// lags its connection; a mesh forms again after a partition). It serves its
+			// own shards and, to a validator that asks where a shard came from, its bundle.
 			switch i := slices.Index(order, id); {
 			case i > 0:
 				order[0], order[i] = order[i], order[0]
 			case i < 0:
-				order = append([]peer.ID{id}, order...)
+				if _, ok := slices.BinarySearch(connected, id); ok {
+					order = append([]peer.ID{id}, order...)
+				}
 			}
 		}
 		switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -88,11 +89,13 @@ func nextRound(home string) uint64 {
 var (
 	closedLine   = regexp.MustCompile(`msg="round closed" round=(\d+) .*state_root=([0-9a-f]{64})`)
 	repairedLine = regexp.MustCompile(`msg="rounds repaired" from=(\d+)`)
+	caughtUpLine = regexp.MustCompile(`msg="caught up from round \d+ to round \d+ from round (\d+)[^"]*" .*checkpoint=(\d+)`)
 )
 
 // loggedRoots reads the state root of every round a node's log says it closed and did not
-// close again in a repair (a repair replaces the rounds from its first on: their stored
-// roots are the repaired ones).
+// close again in a repair or a catch-up (they replace the rounds from their first on:
+// their stored roots are the new ones; a catch-up that synced a checkpoint also drops the
+// rounds before it, the store holding one lineage).
 func loggedRoots(t *testing.T, home string) map[uint64]string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(home, "node.log"))
@@ -100,35 +103,48 @@ func loggedRoots(t *testing.T, home string) map[uint64]string {
 		t.Fatal(err)
 	}
 	out := map[uint64]string{}
-	for _, m := range closedLine.FindAllStringSubmatch(string(data), -1) {
-		r, _ := strconv.ParseUint(m[1], 10, 64)
-		out[r] = m[2]
-	}
-	for _, m := range repairedLine.FindAllStringSubmatch(string(data), -1) {
-		from, _ := strconv.ParseUint(m[1], 10, 64)
+	drop := func(from, before uint64) {
 		for r := range out {
-			if r >= from {
+			if r >= from || r < before {
 				delete(out, r)
 			}
+		}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := closedLine.FindStringSubmatch(line); m != nil {
+			r, _ := strconv.ParseUint(m[1], 10, 64)
+			out[r] = m[2]
+		} else if m := repairedLine.FindStringSubmatch(line); m != nil {
+			from, _ := strconv.ParseUint(m[1], 10, 64)
+			drop(from, 0)
+		} else if m := caughtUpLine.FindStringSubmatch(line); m != nil {
+			from, _ := strconv.ParseUint(m[1], 10, 64)
+			ck, _ := strconv.ParseUint(m[2], 10, 64)
+			drop(from, ck)
 		}
 	}
 	return out
 }
 
 // storedRoots opens a stopped node's store and returns the state root of each record and
-// the ledger's round.
-func storedRoots(t *testing.T, home string) ([]string, uint64) {
+// the ledger's round. The records must be those of every round from the first stored one
+// (0, or the checkpoint a catch-up synced) to the ledger's.
+func storedRoots(t *testing.T, home string) (map[uint64]string, uint64) {
 	t.Helper()
 	s, err := store.Open(configs.Home{Dir: home}.StorePath(), time.Second)
 	if err != nil {
 		t.Fatalf("the store after kill -9: %v", err)
 	}
 	defer s.Close()
-	var roots []string
+	roots := map[uint64]string{}
+	first := uint64(0)
 	err = s.Records(0, func(r uint64, data []byte) error {
 		rec, err := incentives.DecodeRecord(data)
 		if err == nil {
-			roots = append(roots, hex.EncodeToString(rec.NewRoot))
+			if len(roots) == 0 {
+				first = r
+			}
+			roots[r] = hex.EncodeToString(rec.NewRoot)
 		}
 		return err
 	})
@@ -136,23 +152,27 @@ func storedRoots(t *testing.T, home string) ([]string, uint64) {
 	if err != nil || lerr != nil {
 		t.Fatalf("the store after kill -9: %v %v", err, lerr)
 	}
-	if uint64(len(roots)) != led.Round {
-		t.Fatalf("%d records for a ledger at round %d", len(roots), led.Round)
+	if len(roots) > 0 && first+uint64(len(roots)) != led.Round {
+		t.Fatalf("%d records from round %d for a ledger at round %d", len(roots), first, led.Round)
 	}
 	return roots, led.Round
 }
 
 // TestKillNineMidRoundResumes: a node of a process testnet killed with SIGKILL at random
-// moments of its rounds, and started again each time, starts: its store opens, holds every
-// round the node logged as closed with the state root it logged, and the node resumes at
-// the store's head (replaying the stored rounds checks each root) and closes rounds again.
+// moments of its rounds, and started again each time (on new ports, as the local profile
+// listens), starts: its store opens, holds every round the node logged as closed with the
+// state root it logged (nothing committed is lost), the node resumes at the store's head
+// (replaying the stored rounds checks each root), and within 2 rounds of its restart it
+// holds the canonical root: from the second round the others close after it was started
+// again, its root of each round is the one most of the other nodes hold.
 func TestKillNineMidRoundResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a process testnet")
 	}
 	homes := quickNet(t, 3)
-	cmds := startNet(t, homes)
 	victim := len(homes) - 1
+	cmds := startNet(t, homes)
+	others := homes[1:victim] // homes[0] is the bootstrap node
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("kill points drawn from seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
@@ -169,10 +189,14 @@ func TestKillNineMidRoundResumes(t *testing.T) {
 		}
 		for r, root := range logged {
 			if r >= head || roots[r] != root {
-				t.Fatalf("kill %d: round %d logged with root %s; the store (head %d) has %v", kill+1, r, root, head, roots[min(r, head-1)])
+				t.Fatalf("kill %d: round %d logged with root %s; the store (head %d) has %q", kill+1, r, root, head, roots[r])
 			}
 		}
 		os.Rename(filepath.Join(homes[victim], "node.log"), filepath.Join(homes[victim], "node.log."+strconv.Itoa(kill)))
+		var restarted uint64
+		for _, h := range others {
+			restarted = max(restarted, nextRound(h))
+		}
 		cmds[victim] = startNode(t, homes[victim])
 		// It replays from its latest checkpoint (or genesis) to the store's head.
 		want := regexp.MustCompile(`msg="resumed at round ` + strconv.FormatUint(head, 10) + ` from checkpoint (\d+), replayed (\d+) rounds`)
@@ -189,8 +213,70 @@ func TestKillNineMidRoundResumes(t *testing.T) {
 			}
 			return true
 		})
-		t.Logf("kill %d: head %d, %d rounds logged, resumed", kill+1, head, len(logged))
+		// Within 2 rounds of its restart it holds the canonical root: the root most of the
+		// other nodes hold, from the second round they close after its restart on.
+		from := restarted + 1
+		n := canonicalAfter(t, homes[victim], others, from)
+		t.Logf("kill %d: head %d, %d rounds logged, resumed while the others were at round %d; canonical in %d rounds from %d", kill+1, head, len(logged), restarted, n, from)
 	}
 	head := nextRound(homes[victim])
 	waitFor(t, 90*time.Second, "a round closed after the last restart", func() bool { return nextRound(homes[victim]) > head })
+}
+
+// roundRoots is the state root of each round a running node reports in /status.
+func roundRoots(home string) (map[uint64]string, uint64) {
+	var st node.Status
+	if apiGet(context.Background(), configs.Home{Dir: home}, "/status", &st) != nil || st.Training == nil {
+		return nil, 0
+	}
+	out := map[uint64]string{}
+	for _, r := range st.Training.Rounds {
+		out[r.Round] = r.StateRoot
+	}
+	return out, st.Training.NextRound
+}
+
+// canonicalAfter waits until the victim and the others have closed round from+3 (a repair
+// follows within a round of the records, so rounds up to from+2 are settled), then checks
+// that the victim's state root of each round from..from+2 it reports is the root more
+// than half of the others report for it, and that it reports at least one of them (the
+// rounds a catch-up replayed are committed, not closed in the loop, and are not listed).
+// It returns how many rounds it compared.
+func canonicalAfter(t *testing.T, victim string, others []string, from uint64) int {
+	t.Helper()
+	all := append([]string{victim}, others...)
+	waitFor(t, 60*time.Second, fmt.Sprintf("every node to close round %d", from+3), func() bool {
+		for _, h := range all {
+			if nextRound(h) < from+4 {
+				return false
+			}
+		}
+		return true
+	})
+	mine, _ := roundRoots(victim)
+	votes := map[uint64]map[string]int{}
+	for _, h := range others {
+		roots, _ := roundRoots(h)
+		for r := from; r <= from+2; r++ {
+			if votes[r] == nil {
+				votes[r] = map[string]int{}
+			}
+			votes[r][roots[r]]++
+		}
+	}
+	compared := 0
+	for r := from; r <= from+2; r++ {
+		root, ok := mine[r]
+		if !ok {
+			continue
+		}
+		compared++
+		if 2*votes[r][root] <= len(others) {
+			t.Fatalf("round %d: the restarted node holds %s; the others hold %v", r, root, votes[r])
+		}
+	}
+	if compared == 0 {
+		t.Fatalf("the restarted node reports none of rounds %d-%d (it reports %d rounds)", from, from+2, len(mine))
+	}
+	return compared
 }

@@ -88,7 +88,8 @@ func printStatus(w io.Writer, st node.Status, training []string) error {
 }
 
 // agreementLine is the node's agreement in a line: head and root, the canonical round
-// and root, whether this node agrees, the rounds it repaired and the shards it waits for.
+// and root, whether this node agrees, the rounds it repaired, the shards it waits for and
+// its resyncs.
 func agreementLine(a *node.AgreementStatus) string {
 	short := func(root string) string { return root[:min(len(root), 16)] }
 	parts := []string{fmt.Sprintf("head %d %s", a.Head, short(a.Root))}
@@ -106,6 +107,9 @@ func agreementLine(a *node.AgreementStatus) string {
 	parts = append(parts, fmt.Sprintf("%d rounds repaired", a.Repairs))
 	if a.Waiting > 0 {
 		parts = append(parts, fmt.Sprintf("waiting for %d shards", a.Waiting))
+	}
+	if r := a.LastResync; r != nil {
+		parts = append(parts, fmt.Sprintf("%d resyncs (last: %s, round %d to %d)", a.Resyncs, r.Reason, r.From, r.To))
 	}
 	return strings.Join(parts, ", ")
 }

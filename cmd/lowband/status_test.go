@@ -89,13 +89,15 @@ func TestStatusJSONUnchanged(t *testing.T) {
 }
 
 // TestStatusSummaryShowsAgreement: the node's agreement is one line: head and root,
-// the canonical round and root, whether it agrees, rounds repaired, shards waited for.
+// the canonical round and root, whether it agrees, rounds repaired, shards waited for,
+// resyncs.
 func TestStatusSummaryShowsAgreement(t *testing.T) {
 	home := t.TempDir()
 	root := strings.Repeat("ab", 32)
 	other := strings.Repeat("cd", 32)
 	fakeAPI(t, home, map[string]string{"/status": statusBody + `, "agreement": {"head": 12, "root": "` + root +
-		`", "canonical_root": "` + other + `", "canonical_round": 11, "agrees": false, "repairs": 2, "waiting": 3}}`})
+		`", "canonical_root": "` + other + `", "canonical_round": 11, "agrees": false, "repairs": 2, "waiting": 3,
+		"resyncs": 1, "last_resync": {"reason": "behind", "from": 5, "to": 12, "peers_head": 11, "seconds": 0.5}}}`})
 	out, stderr, code := runCLI(t, "status", "--home", home)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -106,7 +108,7 @@ func TestStatusSummaryShowsAgreement(t *testing.T) {
 			line = l
 		}
 	}
-	for _, want := range []string{"head 12 abababababababab", "canonical 11 cdcdcdcdcdcdcdcd", "differs", "2 rounds repaired", "waiting for 3 shards"} {
+	for _, want := range []string{"head 12 abababababababab", "canonical 11 cdcdcdcdcdcdcdcd", "differs", "2 rounds repaired", "waiting for 3 shards", "1 resyncs (last: behind, round 5 to 12)"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("agreement line lacks %q: %q\n%s", want, line, out)
 		}

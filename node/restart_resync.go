@@ -1,0 +1,235 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lowband/lowband/node/store"
+)
+
+// Bounds of the head watch of a running node.
+const (
+	// probeMin and probeEvery bound the time between two looks at the peers' heads: the
+	// spec's deadline_min (a round with every staked contribution closes sooner, one
+	// waiting for a missing peer about that late).
+	probeMin   = 2 * time.Second
+	probeEvery = 30 * time.Second
+	// probeMax bounds the back-off after catch-ups that did not move the node.
+	probeMax = 2 * time.Minute
+)
+
+// Reasons of a resync.
+const (
+	resyncBehind   = "behind"   // the peers' head is past this node's by more than the repair window
+	resyncDiverged = "diverged" // the record a majority committed for this node's head is not its own, for deadline_max
+	resyncStale    = "stale"    // a repair waited until its round left the window
+)
+
+// resyncCause ends the round loop's context when the head watch finds the node off its
+// peers' lineage.
+type resyncCause struct {
+	why         string
+	head, peers uint64 // this node's last closed round, the peers'
+}
+
+func (c *resyncCause) Error() string {
+	return fmt.Sprintf("%s: head %d, the peers' %d", c.why, c.head, c.peers)
+}
+
+// ResyncStatus is the last time a running node caught up with its peers (resync), for
+// GET /status.
+type ResyncStatus struct {
+	Reason    string  `json:"reason"`     // behind, diverged or stale
+	From      uint64  `json:"from"`       // the first open round before it
+	To        uint64  `json:"to"`         // the first open round after it (From: it did not move)
+	PeersHead uint64  `json:"peers_head"` // the last round the peers closed, as the watch saw it
+	Seconds   float64 `json:"seconds"`    // with the loop stopped
+}
+
+// runTraining runs the round loop until ctx ends or the loop fails. Meanwhile the head
+// watch compares the node with its peers (probeHead); when it finds the node behind them
+// by more than the repair window, or on a lineage their majority does not hold, it stops
+// the loop, and the node resumes from its store and catches up (resync) before the loop
+// runs again. A resync that does not move the node doubles the time to the next look.
+func (n *Node) runTraining(ctx context.Context) error {
+	d := n.train.params.Deadline
+	every := min(max(probeMin, d.Min), probeEvery)
+	// A repair in flight gets deadline_max (at least two looks) before a divergence counts.
+	strikes := max(2, int((d.Max+every-1)/every))
+	wait := every
+	for {
+		lctx, stop := context.WithCancelCause(ctx)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); n.watchHead(lctx, stop, wait, strikes) }()
+		err := n.train.loop.run(lctx, n.train.initial)
+		stop(nil)
+		wg.Wait()
+		var rc *resyncCause
+		if err != nil || ctx.Err() != nil || !errors.As(context.Cause(lctx), &rc) {
+			return err
+		}
+		moved, err := n.resync(ctx, rc)
+		if err != nil {
+			return err
+		}
+		if wait = every; !moved {
+			wait = min(2*wait, probeMax)
+		}
+	}
+}
+
+// watchHead looks at the peers' heads every wait until ctx ends, and stops the loop with
+// the cause when probeHead finds the node behind or stale (at once) or diverged (strikes
+// looks in a row: a repair in flight gets that long).
+func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait time.Duration, strikes int) {
+	diverged := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		c := n.probeHead(ctx)
+		switch {
+		case c == nil:
+			diverged = 0
+		case c.why == resyncDiverged && diverged+1 < strikes:
+			diverged++
+		default:
+			stop(c)
+			return
+		}
+	}
+}
+
+// probeHead asks the peers for their heads (their committed records of their last closed
+// round) and compares the node with the head that peers carrying more than half of the
+// voting power reach (headOfPower, with the ledger of the node's head): nil when no such
+// majority answered, when the node is not behind it, or when the record that majority
+// committed for the node's head is the node's own. A peer's claim alone moves nothing.
+func (n *Node) probeHead(ctx context.Context) *resyncCause {
+	led := n.ledger.state.Load()
+	if led.Round == 0 { // a node at genesis joins before its loop (joinRun)
+		return nil
+	}
+	head := led.Round - 1
+	j := n.newJoiner()
+	j.peers = j.askable(led)
+	heads := j.committed(ctx, headRound)
+	n.offerRecords(ctx, heads)
+	h, ok := headOfPower(heads, led)
+	switch {
+	case !ok:
+		return nil
+	case h > head+repairDepth(n.opts.Spec):
+		return &resyncCause{why: resyncBehind, head: head, peers: h}
+	case h < head:
+		return nil
+	case n.train.loop.Agreement().Stale:
+		return &resyncCause{why: resyncStale, head: head, peers: h}
+	}
+	atHead := j.committed(ctx, head)
+	n.offerRecords(ctx, atHead)
+	rec, _, err := majorityOf(atHead, led, head)
+	if err != nil {
+		return nil
+	}
+	own, err := n.ledger.st.Record(head)
+	if err != nil || own == nil || bytes.Equal(own.Marshal(), rec.Marshal()) {
+		return nil
+	}
+	return &resyncCause{why: resyncDiverged, head: head, peers: h}
+}
+
+// offerRecords gives the records a look at the peers' heads brought to the records
+// topic's checks, as a gap fetch does (checkRecordAgain: window, voter, signature, the
+// loop's inbox): a node whose gossip with its peers is not (yet) flowing learns their
+// votes on the rounds of its window, repairs them, and asks for the records of the
+// earlier rounds it lacks.
+func (n *Node) offerRecords(ctx context.Context, heads []peerHead) {
+	for _, h := range heads {
+		n.checks.checkRecordAgain(ctx, h.from, h.data, recordKey{round: h.rec.Round, signer: h.from.String()})
+	}
+}
+
+// resync puts a running node whose loop the head watch stopped back on its peers'
+// lineage: it resumes from its store as a restart does (the replay checks every stored
+// round; the local state is the one last saved), then catches up (catchUpFrom); a core at
+// the store's head otherwise (the stopped loop's local work is lost). Its local work
+// starts past every round it may have signed shards of. It logs one line and counts it
+// for /status and the metrics; it reports whether the node moved.
+func (n *Node) resync(ctx context.Context, c *resyncCause) (bool, error) {
+	began := time.Now()
+	n.train.loop.drain()
+	rp, _, _, err := resumeStore(n.train.params, n.opts.Spec, n.host.ID().String(), n.ledger, n.log)
+	if err != nil {
+		return false, fmt.Errorf("resyncing: %w", err)
+	}
+	rp.first = max(rp.first, n.train.firstLocal.Load())
+	from := rp.state.Round
+	n.train.resumed = rp
+	n.log.Warn("off the peers' lineage: catching up", "reason", c.why, "head", c.head, "peers_head", c.peers)
+	moved, err := n.catchUpFrom(ctx, rp, catchUpWait)
+	if err != nil {
+		return false, err
+	}
+	if !moved {
+		if err := n.train.reset(rp, n.log); err != nil {
+			return false, fmt.Errorf("resyncing: %w", err)
+		}
+	}
+	st := &ResyncStatus{Reason: c.why, From: from, To: n.train.initial.Round, PeersHead: c.peers, Seconds: time.Since(began).Seconds()}
+	n.resyncs.Add(1)
+	n.lastResync.Store(st)
+	if m := n.train.loop.agreeMet; m != nil {
+		m.resynced()
+	}
+	n.log.Info(fmt.Sprintf("resynced from round %d to round %d in %.1f seconds", st.From, st.To, st.Seconds),
+		"reason", c.why, "from", st.From, "to", st.To, "peers_head", c.peers, "first_local_round", n.train.firstLocal.Load())
+	return moved, nil
+}
+
+// drain drops what a stopped loop left queued: a local work start and a checkpoint of
+// the lineage it was on. Called only while the loop is stopped.
+func (l *loop) drain() {
+	select {
+	case <-l.train.starts:
+	default:
+	}
+	if l.ckpt != nil {
+		select {
+		case <-l.ckpt.jobs:
+		default:
+		}
+	}
+}
+
+// caughtUp rewrites the rounds a catch-up closed again in the status, as a repair does:
+// who was included, evidence and roots are the committed rounds'.
+func (p *progress) caughtUp(rounds []store.Round) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range rounds {
+		rec := r.Record
+		i := slices.IndexFunc(p.st.Rounds, func(s RoundStatus) bool { return s.Round == rec.Round })
+		if i < 0 {
+			continue
+		}
+		s := &p.st.Rounds[i]
+		s.Included = make([]string, len(rec.Contributions))
+		for k, e := range rec.Contributions {
+			s.Included[k] = e.Peer
+		}
+		s.Evidence, s.Repaired = len(rec.Evidence), true
+		s.StateRoot, s.LedgerRoot = hexRoot([32]byte(rec.NewRoot)), hexRoot(r.State.Root())
+		if rec.Round+1 == p.st.NextRound {
+			p.st.StateRoot, p.st.LedgerRoot = s.StateRoot, s.LedgerRoot
+		}
+	}
+}
