@@ -75,3 +75,17 @@ func BenchmarkDecode1024Bias(b *testing.B) {
 		mustDecode(b, d)
 	}
 }
+
+// BenchmarkCheck1024x768 is a receiver's content check (Message.Check) of charlm's largest
+// matrix at rank 2, the rank a 1000x budget leaves it.
+func BenchmarkCheck1024x768(b *testing.B) {
+	rng := newRand(17)
+	e := mustEncoder(b, Config{RankMin: 2, RankMax: 2})
+	m := mustEncode(b, e, []Tensor{randTensor(rng, "w", 1, 1024, 768), randTensor(rng, "b", 1, 768)})
+	shapes := map[string][]int{"w": {1024, 768}, "b": {768}}
+	for b.Loop() {
+		if err := m.Check(shapes, 1e9); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

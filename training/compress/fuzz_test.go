@@ -55,5 +55,10 @@ func FuzzDecodeShard(f *testing.F) {
 		if cerr := m.Check(shapes, math.Inf(1)); (err == nil) != (cerr == nil) && len(shapes) == len(m.pieces) {
 			t.Fatalf("Decode and Check disagree: %v / %v", err, cerr)
 		}
+		if ss, verr := m.valuesSumSquares(); verr == nil {
+			for _, maxNorm := range probeNorms(math.Sqrt(ss)) {
+				verdictsAgree(t, m, shapes, maxNorm)
+			}
+		}
 	})
 }
