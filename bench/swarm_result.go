@@ -16,6 +16,8 @@ type SwarmResult struct {
 	H         int    `json:"h"`
 	Batch     int    `json:"batch"`
 	Transport string `json:"transport"`
+	// Aggregation is the network's aggregation rule (with its trim for trimmed_mean).
+	Aggregation string `json:"aggregation"`
 	// LinkCheck, on emulated links, is one transfer across a link like the nodes': its
 	// time against its bytes over the uplink plus the latency each way.
 	LinkCheck *p2ptest.LinkCheck `json:"link_check,omitempty"`
