@@ -132,6 +132,7 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 		return nil, err
 	}
 	wall, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
+	settleRoots(ctx, opt, nodes, logw)
 	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps,
 		Batch: spec.Training.BatchSize, Transport: links.describe(), LinkCheck: check, CPUSeconds: cpu,
 		Aggregation: aggregationName(spec.Training.Aggregation),

@@ -55,7 +55,7 @@ type SwarmResult struct {
 	// over the network), scored on the nodes' held-out batch.
 	AllReduceEvalLoss float64 `json:"allreduce_eval_loss"`
 	// RootsAgree is true when every honest node holds the same state and ledger roots
-	// after the last measured round.
+	// after the last measured round, once they have had up to 30 s to settle it.
 	RootsAgree  bool    `json:"roots_agree"`
 	WallSeconds float64 `json:"wall_seconds"`
 	CPUSeconds  float64 `json:"cpu_seconds"`
