@@ -35,6 +35,8 @@ type SwarmOptions struct {
 	// DeadlineMin and DeadlineMax are the round's adaptive deadline bounds in seconds
 	// (0: 10 and 30).
 	DeadlineMin, DeadlineMax float64
+	// Aggregation, when its method is set, replaces the task's default aggregation rule.
+	Aggregation configs.AggregationSpec
 }
 
 // swarmPoll is how often the bench reads the nodes' statuses.
@@ -130,9 +132,11 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 		return nil, err
 	}
 	wall, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
+	settleRoots(ctx, opt, nodes, logw)
 	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps,
 		Batch: spec.Training.BatchSize, Transport: links.describe(), LinkCheck: check, CPUSeconds: cpu,
-		Wire: links.breakdown(func(i int) bool { return adversaryOf(opt, i) == "" }, opt.Rounds)}
+		Aggregation: aggregationName(spec.Training.Aggregation),
+		Wire:        links.breakdown(func(i int) bool { return adversaryOf(opt, i) == "" }, opt.Rounds)}
 	final := make([]swarmNode, len(nodes))
 	var verify float64
 	for i, n := range nodes {
@@ -146,6 +150,14 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 	}
 	fillSwarm(res, final, wall)
 	return res, nil
+}
+
+// aggregationName is a rule's name, with its trim for trimmed_mean.
+func aggregationName(a configs.AggregationSpec) string {
+	if a.Method == "trimmed_mean" {
+		return fmt.Sprintf("%s %g", a.Method, a.Trim)
+	}
+	return a.Method
 }
 
 // adversaryOf is node i's adversary mode ("" for an honest node).
@@ -188,7 +200,7 @@ func newSwarmHome(dir string) (configs.Home, *configs.Config, error) {
 }
 
 // swarmSpec is the run's network spec: the devnet's (simulated attestation), the task's
-// default recipe with the asked H and batch, equal genesis stakes for the training nodes,
+// default recipe with the asked H, batch and aggregation, equal genesis stakes for the training nodes,
 // genesis now, and adversaries allowed when any node runs one.
 func swarmSpec(opt SwarmOptions, homes []swarmHome) (*configs.Spec, error) {
 	s, err := configs.ParseSpec("devnet", configs.DevnetSpec)
@@ -202,6 +214,9 @@ func swarmSpec(opt SwarmOptions, homes []swarmHome) (*configs.Spec, error) {
 	}
 	if opt.Batch > 0 {
 		s.Training.BatchSize = opt.Batch
+	}
+	if opt.Aggregation.Method != "" {
+		s.Training.Aggregation = opt.Aggregation
 	}
 	s.Incentives.Stakes = make(map[string]uint64, len(homes))
 	for _, h := range homes {

@@ -16,6 +16,8 @@ type SwarmResult struct {
 	H         int    `json:"h"`
 	Batch     int    `json:"batch"`
 	Transport string `json:"transport"`
+	// Aggregation is the network's aggregation rule (with its trim for trimmed_mean).
+	Aggregation string `json:"aggregation"`
 	// LinkCheck, on emulated links, is one transfer across a link like the nodes': its
 	// time against its bytes over the uplink plus the latency each way.
 	LinkCheck *p2ptest.LinkCheck `json:"link_check,omitempty"`
@@ -53,7 +55,7 @@ type SwarmResult struct {
 	// over the network), scored on the nodes' held-out batch.
 	AllReduceEvalLoss float64 `json:"allreduce_eval_loss"`
 	// RootsAgree is true when every honest node holds the same state and ledger roots
-	// after the last measured round.
+	// after the last measured round, once they have had up to 30 s to settle it.
 	RootsAgree  bool    `json:"roots_agree"`
 	WallSeconds float64 `json:"wall_seconds"`
 	CPUSeconds  float64 `json:"cpu_seconds"`

@@ -134,3 +134,32 @@ func scoredRounds(opt SwarmOptions, nodes []*node.Node) []roundView {
 	}
 	return out
 }
+
+// settleWait is how long the bench waits, once every honest node has scored the last
+// round, for them to hold one state root of it: a node repairs a round once its peers'
+// records reach it, within a round or two of the close.
+const settleWait = 30 * time.Second
+
+// settleRoots waits, at most settleWait or until ctx ends, for the honest nodes to hold one
+// state root of the last measured round, and says on logw how long that took or that they
+// did not.
+func settleRoots(ctx context.Context, opt SwarmOptions, nodes []*node.Node, logw io.Writer) {
+	t := time.NewTicker(swarmPoll)
+	defer t.Stop()
+	start := time.Now()
+	for {
+		rs := scoredRounds(opt, nodes)
+		if len(rs) >= opt.Rounds && len(rs[opt.Rounds-1].roots) == 1 {
+			fmt.Fprintf(logw, "settled: the honest nodes hold one state root of the last after %s\n", time.Since(start).Round(time.Millisecond))
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(settleWait - time.Since(start)):
+		case <-t.C:
+			continue
+		}
+		fmt.Fprintf(logw, "not settled: the honest nodes still hold different state roots of the last after %s\n", time.Since(start).Round(time.Millisecond))
+		return
+	}
+}

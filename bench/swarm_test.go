@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+
+	"github.com/lowband/lowband/configs"
 	"math"
 	"strings"
 	"testing"
@@ -71,5 +73,33 @@ func TestSwarmRunsOnEmulatedLinks(t *testing.T) {
 	}
 	if c := res.LinkCheck; c == nil || c.Bytes <= 0 || c.Ratio < 0.95 {
 		t.Errorf("link check %+v: want a transfer no faster than bytes over uplink plus latency", c)
+	}
+}
+
+// The swarm's spec takes the asked aggregation rule, else keeps the task's; a rule the
+// spec refuses is an error before any node starts.
+func TestSwarmSpecAggregation(t *testing.T) {
+	opt := SwarmOptions{Nodes: 2, Rounds: 1, Task: "synthetic", Dir: t.TempDir(), Aggregation: configs.AggregationSpec{Method: "filtered_mean"}}
+	if err := opt.validate(); err != nil {
+		t.Fatal(err)
+	}
+	homes, err := swarmHomes(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := swarmSpec(opt, homes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Training.Aggregation != opt.Aggregation || aggregationName(s.Training.Aggregation) != "filtered_mean" {
+		t.Fatalf("aggregation %+v, want %+v", s.Training.Aggregation, opt.Aggregation)
+	}
+	opt.Aggregation = configs.AggregationSpec{}
+	if s, err = swarmSpec(opt, homes); err != nil || s.Training.Aggregation != configs.DefaultTrainingSpecFor("synthetic").Aggregation {
+		t.Fatalf("no rule asked: aggregation %+v, err %v; want the task's", s.Training.Aggregation, err)
+	}
+	opt.Aggregation = configs.AggregationSpec{Method: "max"}
+	if _, err := swarmSpec(opt, homes); err == nil {
+		t.Fatal("an unknown rule was accepted")
 	}
 }

@@ -18,7 +18,7 @@ const (
 var Tasks = []string{TaskCharLM, TaskFMNIST, TaskSynthetic}
 
 // Aggregation methods (the names of package training/aggregate).
-var AggregationMethods = []string{"mean", "trimmed_mean", "median", "centered_clip", "norm_clip"}
+var AggregationMethods = []string{"mean", "trimmed_mean", "median", "centered_clip", "norm_clip", "filtered_mean"}
 
 // TrainingSpec is the network's model and training recipe. Every node trains the same model
 // with the same recipe; only the data slice differs.

@@ -73,24 +73,31 @@ func meanLoss(rounds [][]RoundStatus) float64 {
 // honest ledger penalises the equivocator within 2 rounds of its offence and no round after
 // the penalty aggregates it; no honest peer is
 // penalised; all end on one state root and one ledger root; their held-out loss falls,
-// and ends within 15% of the loss of the same swarm with no adversary (the target is 10%).
+// and ends within 10% of the loss of the same swarm with no adversary, both aggregating
+// with filtered_mean: the sign-flipped contribution is far from the others and left out
+// whole (the coordinate-wise trimmed mean kept a bias towards it: +7% to +11% idle,
+// +17% once on a loaded machine).
 func TestSwarmUnderAttackEquivocateAndSignFlip(t *testing.T) {
 	const nodes = 6
-	agg := configs.AggregationSpec{Method: "trimmed_mean", Trim: 0.2}
+	agg := configs.AggregationSpec{Method: "filtered_mean"}
 	var clean float64
 	t.Run("clean", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		clean = meanLoss(trainRounds(t, ctx, startAdvSwarm(t, ctx, make([]string, nodes), agg), advSwarmRounds))
 	})
 	if t.Failed() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// The nodes run until the test ends; training and settling each have a budget of
+	// their own, so that a slow machine's training does not eat the settling's.
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	kinds := []string{AdvEquivocate, AdvSignFlip, "", "", "", ""}
 	swarm := startAdvSwarm(t, ctx, kinds, agg)
-	rounds := trainRounds(t, ctx, swarm, advSwarmRounds)
+	trainCtx, cancelTrain := context.WithTimeout(ctx, 120*time.Second)
+	defer cancelTrain()
+	rounds := trainRounds(t, trainCtx, swarm, advSwarmRounds)
 	bad, flip := swarm[0].ID().String(), swarm[1].ID().String()
 	honest, hr := swarm[2:], rounds[2:]
 	for i, n := range honest {
@@ -105,7 +112,9 @@ func TestSwarmUnderAttackEquivocateAndSignFlip(t *testing.T) {
 			}
 		}
 	}
-	hr = settled(ctx, honest, advSwarmRounds)
+	settleCtx, cancelSettle := context.WithTimeout(ctx, 45*time.Second)
+	defer cancelSettle()
+	hr = settled(settleCtx, honest, advSwarmRounds)
 	checkOneRoot(t, honest, hr)
 	for i, n := range honest {
 		first, last := *n.trainingStatus().InitialLoss, *hr[i][len(hr[i])-1].Loss
@@ -116,12 +125,8 @@ func TestSwarmUnderAttackEquivocateAndSignFlip(t *testing.T) {
 	attacked := meanLoss(hr)
 	t.Logf("held-out loss after %d rounds: %.4f clean, %.4f with an equivocator and a sign-flipper (%+.1f%%)",
 		advSwarmRounds, clean, attacked, 100*(attacked-clean)/clean)
-	// The target is 10%. Since the outer step's defaults moved to lr 0.7 with a start mix
-	// of 0.5, clean training reaches a lower loss and the same absolute harm (0.03-0.05)
-	// measures +6.6% to +11.1% on an idle 2-core machine: the test holds the bound it
-	// meets every time, 15%, and the miss is stated where the target is.
-	if attacked > 1.15*clean {
-		t.Errorf("honest loss %.4f is more than 15%% above the clean run's %.4f", attacked, clean)
+	if attacked > 1.10*clean {
+		t.Errorf("honest loss %.4f is more than 10%% above the clean run's %.4f", attacked, clean)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/lowband/lowband/bench"
+	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
@@ -37,6 +38,8 @@ func benchSwarmCommand() *cli.Command {
 			&cli.IntFlag{Name: "inner-steps", Usage: "inner steps per round (H); 0: the task's default"},
 			&cli.IntFlag{Name: "batch", Usage: "samples per inner step; 0: the task's default"},
 			&cli.StringFlag{Name: "adversaries", Usage: "adversary modes of the first nodes, comma-separated (KIND,KIND)"},
+			&cli.StringFlag{Name: "aggregation", Usage: "aggregation rule: " + strings.Join(configs.AggregationMethods, ", ") + " (default: the task's)"},
+			&cli.Float64Flag{Name: "trim", Value: 0.25, Usage: "with --aggregation trimmed_mean: the fraction trimmed from each side"},
 			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated uplink per node, Mbit/s (0: unlimited)"},
 			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated latency, ms one way"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "give up after this long"},
@@ -59,6 +62,12 @@ func benchSwarm(c *cli.Context) error {
 	}
 	if a := c.String("adversaries"); a != "" {
 		opt.Adversaries = strings.Split(a, ",")
+	}
+	if m := c.String("aggregation"); m != "" {
+		opt.Aggregation = configs.AggregationSpec{Method: m}
+		if m == "trimmed_mean" {
+			opt.Aggregation.Trim = c.Float64("trim")
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()

@@ -61,7 +61,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "eval", Usage: "validation and test samples to evaluate, each (0: task default)"},
 			&cli.StringFlag{Name: "pareto", Usage: "comma-separated target ratios (e.g. 30,100,300,1000): allreduce and diloco once, then both compressed modes at each ratio's byte budget; test loss against bytes"},
 			&cli.StringFlag{Name: "modes", Value: strings.Join(bench.TrainModes, ","), Usage: "comma-separated modes to run"},
-			&cli.StringFlag{Name: "aggregation", Usage: "aggregation rule of the compressed modes: mean, trimmed_mean, median, centered_clip, norm_clip (default: the recipe's)"},
+			&cli.StringFlag{Name: "aggregation", Usage: "aggregation rule of the compressed modes: mean, trimmed_mean, median, centered_clip, norm_clip, filtered_mean (default: the recipe's)"},
 			&cli.Float64Flag{Name: "trim", Value: 0.25, Usage: "trimmed_mean: fraction trimmed from each side"},
 			&cli.StringFlag{Name: "adversaries", Usage: "KIND:N: the first N workers of the compressed modes send a statistical attack (" + strings.Join(node.StatisticalKinds, ", ") + ")"},
 		},

@@ -111,12 +111,23 @@ func newAgreement() *agreement {
 		signed: map[uint64]map[string]*incentives.SignedRecord{}, twice: map[uint64]map[string]bool{}, tallies: map[uint64]*tally{}}
 }
 
-// repairFrom is the oldest round open to repair: rounds closed at most Depth ago.
+// MaxRepairLag bounds how many closed rounds a waiting repair keeps open: the store
+// keeps the ledger states of that many rounds to close them again (store.KeptStates).
+const MaxRepairLag = 16
+
+// repairFrom is the oldest round open to repair: rounds closed at most Depth ago, and
+// while a repair waits for shards, the rounds from the one it starts at, at most
+// 2·Depth ago (peers keep the shards of that many rounds to serve: node.keptFrom) and
+// MaxRepairLag. Rounds close at their own pace whatever a repair waits for; were its
+// round to leave the window with the Depth rounds after it, a fetch slower than those
+// closes would leave this node on its own chain for good (Agreement.Stale).
 func (c *Core) repairFrom() uint64 {
-	if c.nextClose < c.cfg.Depth {
-		return 0
+	from := c.nextClose - min(c.nextClose, c.cfg.Depth)
+	if w := c.agree.wait; w != nil && w.from < from {
+		lag := max(c.cfg.Depth, min(2*c.cfg.Depth, MaxRepairLag))
+		from = max(w.from, c.nextClose-min(c.nextClose, lag))
 	}
-	return c.nextClose - c.cfg.Depth
+	return from
 }
 
 // entryKey is an inclusion entry's exact encoding: the peer, then each shard CID, every

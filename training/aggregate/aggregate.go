@@ -25,7 +25,12 @@ const (
 	Median       Method = "median"
 	CenteredClip Method = "centered_clip"
 	NormClip     Method = "norm_clip"
+	FilteredMean Method = "filtered_mean"
 )
+
+// FilterRadius is filtered_mean's radius, as a multiple of the weighted median distance of
+// the inputs from their coordinate-wise median.
+const FilterRadius = 2
 
 // DefaultIters is the number of centered-clipping iterations when Config.Iters is 0.
 const DefaultIters = 3
@@ -57,7 +62,7 @@ func (c *Config) Validate() error {
 		c.Iters = DefaultIters
 	}
 	switch {
-	case !slices.Contains([]Method{Mean, TrimmedMean, Median, CenteredClip, NormClip}, c.Method):
+	case !slices.Contains([]Method{Mean, TrimmedMean, Median, CenteredClip, NormClip, FilteredMean}, c.Method):
 		return fmt.Errorf("%w: unknown method %q", ErrConfig, c.Method)
 	case !(c.Trim >= 0 && c.Trim < 0.5):
 		return fmt.Errorf("%w: trim %v not in [0, 0.5)", ErrConfig, c.Trim)
@@ -90,6 +95,8 @@ func Aggregate(cfg Config, in []Input) ([]float64, error) {
 		out = centeredClip(xs, cfg.Tau, cfg.Iters)
 	case NormClip:
 		out = normClip(xs)
+	case FilteredMean:
+		out = filteredMean(xs)
 	default:
 		out = mean(xs, nil)
 	}

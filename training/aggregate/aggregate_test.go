@@ -16,6 +16,7 @@ var methods = []Config{
 	{Method: CenteredClip},
 	{Method: CenteredClip, Tau: 0.5, Iters: 5},
 	{Method: NormClip},
+	{Method: FilteredMean},
 }
 
 func randInputs(rng *rand.Rand, n, d int, intWeights bool) []Input {
@@ -224,5 +225,78 @@ func TestMedianMidpointRoundsEachHalf(t *testing.T) {
 	got := mustAggregate(t, Config{Method: Median}, in)[0]
 	if math.Float64bits(got) != math.Float64bits(a) {
 		t.Fatalf("median of %g and %g = %g, want %g (each half rounded before the sum)", a, 2*a, got, a)
+	}
+}
+
+// cluster is n inputs of d values near 1 each (unit weights), with IDs in order.
+func cluster(rng *rand.Rand, n, d int) []Input {
+	in := make([]Input, n)
+	for i := range in {
+		in[i] = Input{ID: fmt.Sprintf("peer-%02d", i), Weight: 1, Vec: make([]float64, d)}
+		for j := range in[i].Vec {
+			in[i].Vec[j] = 1 + 0.3*rng.NormFloat64()
+		}
+	}
+	return in
+}
+
+// filtered_mean leaves a sign-flipped input out whole and is then, bit for bit, the mean of
+// the others; with no such input it is the mean of all. A coordinate-wise rule keeps a
+// bias towards the flipped input, since on every coordinate it trims an honest value too.
+func TestFilteredMeanLeavesFarInputsOutWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	honest := cluster(rng, 5, 64)
+	if got, want := mustAggregate(t, Config{Method: FilteredMean}, honest), mustAggregate(t, Config{Method: Mean}, honest); !slices.Equal(got, want) {
+		t.Fatalf("no outlier: filtered mean %v, mean %v", got[:4], want[:4])
+	}
+	flip := Input{ID: "peer-99", Weight: 1, Vec: make([]float64, 64)}
+	for j, v := range honest[0].Vec {
+		flip.Vec[j] = -v
+	}
+	in := append(slices.Clone(honest), flip)
+	want := mustAggregate(t, Config{Method: Mean}, honest)
+	if got := mustAggregate(t, Config{Method: FilteredMean}, in); !slices.Equal(got, want) {
+		t.Fatalf("with a sign-flipped input: filtered mean %v, mean of the others %v", got[:4], want[:4])
+	}
+	var bias float64
+	for j, v := range mustAggregate(t, Config{Method: TrimmedMean, Trim: 0.2}, in) {
+		bias += want[j] - v
+	}
+	if bias <= 0 {
+		t.Fatalf("trimmed mean not biased towards the flipped input (%g): the test input is wrong", bias)
+	}
+}
+
+// A minority with less than half of the weight, wherever it is, moves the result at most
+// 3·D from the honest mean, D being the diagonal of the honest inputs' bounding box: the
+// median stays in the box, the median distance is at most an honest distance from it, and
+// whatever is kept is within twice that.
+func TestFilteredMeanMinorityStaysBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for trial := 0; trial < 40; trial++ {
+		in := cluster(rng, 7, 16)
+		honest := in[:4]
+		var diag float64
+		for j := range honest[0].Vec {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, x := range honest {
+				lo, hi = math.Min(lo, x.Vec[j]), math.Max(hi, x.Vec[j])
+			}
+			diag += (hi - lo) * (hi - lo)
+		}
+		diag = math.Sqrt(diag)
+		for _, x := range in[4:] { // 3 of 7 at one point, nearer or further each trial
+			for j := range x.Vec {
+				x.Vec[j] = 1 + float64(trial-20)*0.5*float64(1+j%3)
+			}
+		}
+		mu := mustAggregate(t, Config{Method: Mean}, honest)
+		out := mustAggregate(t, Config{Method: FilteredMean}, in)
+		for j := range out {
+			out[j] -= mu[j]
+		}
+		if d := l2(out); d > 3*diag {
+			t.Fatalf("trial %d: %v from the honest mean, bound 3·%v", trial, d, diag)
+		}
 	}
 }

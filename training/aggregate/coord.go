@@ -84,20 +84,23 @@ func weightedMedianOf(xs []Input, vals []float64) float64 {
 	return c.weightedMedian()
 }
 
+// distances writes into dist the L2 distance of each input from v, using d (of v's length)
+// as scratch.
+func distances(xs []Input, v, d, dist []float64) {
+	for i, x := range xs {
+		for j := range d {
+			d[j] = x.Vec[j] - v[j]
+		}
+		dist[i] = l2(d)
+	}
+}
+
 func centeredClip(xs []Input, tau float64, iters int) []float64 {
 	v := median(xs)
 	d := make([]float64, len(v))
 	dist := make([]float64, len(xs))
-	distances := func() {
-		for i, x := range xs {
-			for j := range d {
-				d[j] = x.Vec[j] - v[j]
-			}
-			dist[i] = l2(d)
-		}
-	}
 	if tau == 0 {
-		distances()
+		distances(xs, v, d, dist)
 		tau = weightedMedianOf(xs, dist)
 	}
 	if tau == 0 {
@@ -108,7 +111,7 @@ func centeredClip(xs []Input, tau float64, iters int) []float64 {
 		total += x.Weight
 	}
 	for it := 0; it < iters; it++ {
-		distances()
+		distances(xs, v, d, dist)
 		clear(d)
 		for i, x := range xs {
 			c := x.Weight / total
@@ -140,4 +143,21 @@ func normClip(xs []Input) []float64 {
 		}
 	}
 	return mean(xs, scale)
+}
+
+// filteredMean is the weighted mean of the inputs whose distance from the coordinate-wise
+// median is at most FilterRadius times the weighted median of those distances. The inputs
+// within the median distance carry at least half of the weight, so some are always kept.
+func filteredMean(xs []Input) []float64 {
+	m := median(xs)
+	dist := make([]float64, len(xs))
+	distances(xs, m, make([]float64, len(m)), dist)
+	bound := FilterRadius * weightedMedianOf(xs, dist)
+	kept := make([]Input, 0, len(xs))
+	for i, x := range xs {
+		if dist[i] <= bound {
+			kept = append(kept, x)
+		}
+	}
+	return mean(kept, nil)
 }

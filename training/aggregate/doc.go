@@ -20,4 +20,11 @@
 //     2021). Tau = 0 sets τ to the weighted median of the distances ‖xᵢ − median‖.
 //   - norm_clip: scale every input down to at most the weighted median of the input norms,
 //     then take the weighted mean.
+//   - filtered_mean: the weighted mean of the inputs within FilterRadius·r of the
+//     coordinate-wise median m, r being the weighted median of the distances ‖xᵢ − m‖: an
+//     input far from the others (sign-flipped, scaled, noise, a large step against the
+//     others) is left out whole rather than clipped or trimmed per coordinate, so it
+//     biases nothing, and with no such input the result is the mean. The inputs within r
+//     carry at least half of the weight, so the mean is never empty; inputs with less than
+//     half of the weight cannot move m or r beyond the others' spread.
 package aggregate
