@@ -163,7 +163,12 @@ type AggregationSpec struct {
 // mixes 0 (the eager update), 0.25, 0.5, 0.7 and 1. Two power iterations gave 0.595
 // undelayed (lr 0.5) against 0.620 with one (three: 0.593); 2-bit factors beat 4-bit ones by
 // 11% (0.54 against 0.61, undelayed, H 10). min_low_rank 1024 lets fmnist's 256x10 output
-// layer go low-rank, so that the budget holds.
+// layer go low-rank, so that the budget holds. Aggregation is filtered_mean: with a third of
+// 12 nodes attacking (`lowband bench swarm --nodes 12 --rounds 6 --task synthetic
+// --adversaries K,K,K,K`), its loss was within 1.2% of its clean run for every statistical
+// kind (sign-flip, scaled, noise, alie, ipm), where mean lost up to 14.4%, median and the
+// trimmed mean up to 2.8%, centered clipping 4.7% and norm clipping 13%; with no outlying
+// input it is the plain mean, bit for bit.
 func DefaultTrainingSpec() TrainingSpec {
 	return TrainingSpec{
 		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{768, 768},
@@ -172,7 +177,7 @@ func DefaultTrainingSpec() TrainingSpec {
 		Outer: OuterOptSpec{LR: 0.7, Momentum: 0, Start: StartEager, Delay: ptr(DefaultDelay), StartMix: 0.5},
 		Compression: CompressionSpec{RankMin: 1, RankMax: 16, EnergyTarget: 0.5, PowerIters: 2, BlockSize: 64, MinLowRank: 1024,
 			MaxShardBytes: 256 << 10, DenseBits: 4, FactorBits: 2, FeedbackDecay: 0.95, TargetRatio: 1000, MaxNorm: DefaultMaxNorm},
-		Aggregation:   AggregationSpec{Method: "mean"},
+		Aggregation:   AggregationSpec{Method: "filtered_mean"},
 		SliceFraction: DefaultSliceFraction,
 	}
 }

@@ -17,11 +17,13 @@ func BenchmarkAggregate(b *testing.B) {
 			}
 		})
 	}
-	b.Run(string(NormClip), func(b *testing.B) {
-		for b.Loop() {
-			if _, err := Aggregate(Config{Method: NormClip}, in); err != nil {
-				b.Fatal(err)
+	for _, m := range []Method{NormClip, FilteredMean} {
+		b.Run(string(m), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Aggregate(Config{Method: m}, in); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
