@@ -2,13 +2,11 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lowband/lowband/p2p"
@@ -33,8 +31,8 @@ type Formation struct {
 	FormedCPUS         float64 `json:"formed_cpu_s"` // CPU time the process spent until then
 	// MemPerHostBytes is the Go heap and stacks in use once formed, over the hosts.
 	MemPerHostBytes int64 `json:"mem_per_host_bytes"`
-	// SubscribedS is the time from the first start until every host has subscribed
-	// to every topic (each host subscribes in its own goroutine, as nodes do).
+	// SubscribedS is the time from the first start until every host has started and
+	// subscribed to every topic (each as soon as it has started, as a node does).
 	SubscribedS float64 `json:"subscribed_s"`
 	// PeersMean and PeersMax are the connected peers of a host once formed: the mean
 	// over the hosts and the most any host has.
@@ -116,8 +114,9 @@ func (sw *swarm) close() {
 	_ = sw.s.Close()
 }
 
-// formSwarm starts the swarm, subscribes every host but the bootstrap to every topic
-// and waits until the swarm has formed. On error the swarm is closed.
+// formSwarm starts the swarm, every host but the bootstrap subscribing to every topic
+// as soon as it has started, and waits until the swarm has formed. On error the
+// swarm is closed.
 func formSwarm(ctx context.Context, nodes int, transport string) (*swarm, Formation, error) {
 	f := Formation{Nodes: nodes, Transport: transport}
 	if nodes < 3 {
@@ -127,13 +126,26 @@ func formSwarm(ctx context.Context, nodes int, transport string) (*swarm, Format
 		return nil, f, fmt.Errorf("unknown transport %q (want one of %v)", transport, p2ptest.Transports)
 	}
 	start, cpu0 := time.Now(), cpuTime()
-	s, err := p2ptest.StartOn(ctx, transport, nodes-1, nil)
-	if err != nil {
-		return nil, f, err
-	}
+	subs := make([][]*p2p.Subscription, nodes-1)
+	s, err := p2ptest.StartOnThen(ctx, transport, nodes-1, nil, func(i int, h *p2p.Host) error {
+		var err error
+		subs[i], err = subscribe(h)
+		return err
+	})
 	sw := &swarm{s: s}
-	if err := sw.subscribe(); err != nil {
-		sw.close()
+	for _, hs := range subs {
+		for k, sub := range hs {
+			if p2p.Kinds[k] == p2p.KindShards {
+				sw.shards = append(sw.shards, sub)
+			} else {
+				sw.others = append(sw.others, sub)
+			}
+		}
+	}
+	if err != nil { // the start closed the hosts
+		for _, sub := range append(sw.shards, sw.others...) {
+			sub.Cancel()
+		}
 		return nil, f, err
 	}
 	f.SubscribedS = time.Since(start).Seconds()
@@ -181,41 +193,25 @@ func (f *Formation) observe(all []*p2p.Host) {
 	f.DHTRequestsPerHost = float64(served) / float64(len(all))
 }
 
-// subscribe subscribes every host but the bootstrap to every topic kind, each host in
-// its own goroutine, as nodes each subscribe at their own start: a subscription waits
-// for the host's pubsub loop, which is busy with the connections of a forming swarm,
-// and subscribing the hosts one after another made the swarm wait for the sum of
-// those waits (40 s of 48 at 100 hosts on a loaded machine).
-func (sw *swarm) subscribe() error {
-	hosts := sw.s.Hosts
-	subs := make([][]*p2p.Subscription, len(hosts))
-	errs := make([]error, len(hosts))
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, kind := range p2p.Kinds {
-				sub, err := h.Subscribe(kind)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				subs[i] = append(subs[i], sub)
+// subscribe subscribes a host to every topic kind, in the order of p2p.Kinds. Each
+// host subscribes as soon as it has started, as a node does at its own start: a
+// subscription waits for the host's pubsub loop, which grows busy with the
+// connections of a forming swarm, and subscribing the hosts once all had started,
+// one after another, made the swarm wait for the sum of those waits (40 s of 48 at
+// 100 in-memory hosts on a loaded machine; in parallel still 20-30 s).
+func subscribe(h *p2p.Host) ([]*p2p.Subscription, error) {
+	var subs []*p2p.Subscription
+	for _, kind := range p2p.Kinds {
+		sub, err := h.Subscribe(kind)
+		if err != nil {
+			for _, s := range subs {
+				s.Cancel()
 			}
-		}()
-	}
-	wg.Wait()
-	for i := range hosts {
-		for k, sub := range subs[i] {
-			if p2p.Kinds[k] == p2p.KindShards {
-				sw.shards = append(sw.shards, sub)
-			} else {
-				sw.others = append(sw.others, sub)
-			}
+			return nil, err
 		}
+		subs = append(subs, sub)
 	}
-	return errors.Join(errs...)
+	return subs, nil
 }
 
 // ParseSize reads a byte count: a plain number (bytes) or a number with a unit

@@ -81,7 +81,7 @@ func (s *Swarm) All() []*p2p.Host { return append([]*p2p.Host{s.Boot}, s.Hosts..
 // far are closed.
 func Start(ctx context.Context, n int, mutate func(i int, c *p2p.Config)) (*Swarm, error) {
 	s := &Swarm{}
-	return s, s.start(ctx, n, mutate)
+	return s, s.start(ctx, n, mutate, nil)
 }
 
 // Transports are the networks StartOn can run a swarm on: loopback TCP, QUIC or
@@ -92,23 +92,32 @@ var Transports = []string{"tcp", "quic", "both", "mem"}
 
 // StartOn is Start on one of Transports.
 func StartOn(ctx context.Context, transport string, n int, mutate func(i int, c *p2p.Config)) (*Swarm, error) {
+	return StartOnThen(ctx, transport, n, mutate, nil)
+}
+
+// StartOnThen is StartOn, and calls started, when not nil, with each of the n hosts
+// as soon as it has started, from the goroutine that started it (so concurrently for
+// different hosts): for what a node does at its own start, such as subscribing to its
+// topics. An error from started fails the start.
+func StartOnThen(ctx context.Context, transport string, n int, mutate func(i int, c *p2p.Config), started func(i int, h *p2p.Host) error) (*Swarm, error) {
 	if transport == "mem" {
 		s := &Swarm{mem: NewMemNet()}
-		return s, s.start(ctx, n, mutate)
+		return s, s.start(ctx, n, mutate, started)
 	}
 	listen, err := Listen(transport)
 	if err != nil {
 		return nil, err
 	}
-	return Start(ctx, n, func(i int, c *p2p.Config) {
+	s := &Swarm{}
+	return s, s.start(ctx, n, func(i int, c *p2p.Config) {
 		c.Listen = listen
 		if mutate != nil {
 			mutate(i, c)
 		}
-	})
+	}, started)
 }
 
-func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Config)) error {
+func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Config), started func(i int, h *p2p.Host) error) error {
 	cfg := Config(Key())
 	cfg.PeerExchange = true
 	if mutate != nil {
@@ -143,6 +152,11 @@ func (s *Swarm) start(ctx context.Context, n int, mutate func(i int, c *p2p.Conf
 					continue
 				}
 				s.Hosts[i] = h
+				if started != nil {
+					if err := started(i, h); err != nil {
+						errs[i] = fmt.Errorf("host %d: %w", i, err)
+					}
+				}
 			}
 		}()
 	}
