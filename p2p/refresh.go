@@ -3,6 +3,8 @@ package p2p
 import (
 	"context"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
 )
 
 // The host refreshes its DHT routing table on its own schedule; kad-dht's auto refresh
@@ -66,34 +68,60 @@ func (s *refreshSchedule) done(now time.Time, err error) {
 // far from it fill from the peers that look it up, from its own lookups (advertising
 // and finding the rendezvous) and at the first full refresh, tableRefreshEvery later.
 // A full refresh of every bucket at once on joining cost each host of a forming swarm
-// of N a request to nearly every other host.
+// of N a request to nearly every other host. When the host's own addresses change
+// (a relay reservation, AutoNAT's verdict), it looks its own key up again, at most
+// once per tableCheckEvery, so that its closest peers connect to it and learn the new
+// addresses, as kad-dht's auto refresh did.
 func (h *Host) refreshLoop() {
 	defer h.wg.Done()
+	var addrs <-chan any
+	if sub, err := h.h.EventBus().Subscribe(new(event.EvtLocalAddressesUpdated)); err == nil {
+		defer sub.Close()
+		addrs = sub.Out()
+	}
 	var s refreshSchedule
+	moved := false // the host's addresses changed since its last lookup of its own key
 	for {
-		if s.due(time.Now(), h.RoutingTableSize()) {
-			t0, joined := time.Now(), s.joined
-			var err error
-			if joined {
-				select {
-				case err = <-h.dht.RefreshRoutingTable():
-				case <-h.ctx.Done():
-					return
-				}
-			} else {
-				ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
-				_, err = h.dht.GetClosestPeers(ctx, string(h.h.ID()))
-				cancel()
+		for drained := false; !drained; {
+			select {
+			case <-addrs:
+				moved = true
+			default:
+				drained = true
 			}
-			if h.ctx.Err() != nil {
-				return
-			}
-			h.met.refreshes.Inc()
-			h.log.Debug("routing table refreshed", "full", joined, "took", time.Since(t0), "size", h.RoutingTableSize(), "err", err)
-			s.done(time.Now(), err)
 		}
-		if !h.sleep(tableCheckEvery) {
+		table := h.RoutingTableSize()
+		switch {
+		case s.due(time.Now(), table):
+			s.done(time.Now(), h.refresh(s.joined))
+			moved = false // a full refresh looks the host's own key up too
+		case moved && table > 0:
+			_ = h.refresh(false)
+			moved = false
+		}
+		if h.ctx.Err() != nil || !h.sleep(tableCheckEvery) {
 			return
 		}
 	}
+}
+
+// refresh refreshes every bucket of the routing table (full) or looks the host's own
+// key up.
+func (h *Host) refresh(full bool) error {
+	t0 := time.Now()
+	var err error
+	if full {
+		select {
+		case err = <-h.dht.RefreshRoutingTable():
+		case <-h.ctx.Done():
+			return h.ctx.Err()
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
+		_, err = h.dht.GetClosestPeers(ctx, string(h.h.ID()))
+		cancel()
+	}
+	h.met.refreshes.Inc()
+	h.log.Debug("routing table refreshed", "full", full, "took", time.Since(t0), "size", h.RoutingTableSize(), "err", err)
+	return err
 }
