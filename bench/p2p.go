@@ -16,9 +16,11 @@ import (
 // Formation is how a swarm formed: what RunDiscovery and RunGossip both report.
 // A swarm is formed (p2ptest.Form) when every host, the bootstrap included, is in the
 // gossipsub mesh of each of the run's topics with at least gossipsub's lower degree
-// D_lo of peers, and every routing table holds at least min(k, nodes-1) peers (k =
-// 20, kad-dht's bucket size). Every host but the bootstrap subscribes to every topic,
-// as a training node does; the bootstrap relays them.
+// D_lo of peers, every routing table holds at least min(k, nodes-1) peers (k = 20,
+// kad-dht's bucket size), and on each topic every host reaches every other along
+// mesh links, so that a message from any host reaches all. Every host but the
+// bootstrap subscribes to every topic, as a training node does; the bootstrap relays
+// them.
 type Formation struct {
 	Nodes     int    `json:"nodes"`     // hosts, the bootstrap included
 	Transport string `json:"transport"` // tcp, quic, both (loopback sockets) or mem (in-memory mocknet)
@@ -29,23 +31,43 @@ type Formation struct {
 	FormedCPUS         float64 `json:"formed_cpu_s"` // CPU time the process spent until then
 	// MemPerHostBytes is the Go heap and stacks in use once formed, over the hosts.
 	MemPerHostBytes int64 `json:"mem_per_host_bytes"`
+	// SubscribedS is the time from the first start until every host has started and
+	// subscribed to every topic (each as soon as it has started, as a node does).
+	SubscribedS float64 `json:"subscribed_s"`
+	// PeersMean and PeersMax are the connected peers of a host once formed: the mean
+	// over the hosts and the most any host has.
+	PeersMean float64 `json:"peers_mean"`
+	PeersMax  int     `json:"peers_max"`
+	// DHTRequestsPerHost is the DHT requests a host answered until formed, the mean
+	// over the hosts.
+	DHTRequestsPerHost float64 `json:"dht_requests_per_host"`
+	// HostsBelowD counts the hosts that, once formed, have a mesh of fewer than
+	// gossipsub's degree D peers (but at least D_lo) on some topic.
+	HostsBelowD int `json:"hosts_below_d"`
 }
 
 // DiscoveryResult is what RunDiscovery measures.
 type DiscoveryResult struct {
 	Formation
-	// ReachAllS is the time from publishing one message, once formed, until every
-	// other subscribed host has it.
+	// Messages is how many messages were published once formed, one at a time, each
+	// from a different host spread over the swarm.
+	Messages int `json:"messages"`
+	// ReachAllS is the longest any of them took from the start of Publish until
+	// every other subscribed host had it.
 	ReachAllS float64 `json:"reach_all_s"`
 }
 
 // pollEvery is how often the benchmarks check their conditions.
 const pollEvery = 50 * time.Millisecond
 
+// discoveryMessages is how many hosts RunDiscovery publishes from once formed.
+const discoveryMessages = 4
+
 // RunDiscovery starts one bootstrap host and nodes-1 hosts that know only the
 // bootstrap, all in this process, times how long the swarm takes to form through
-// the private DHT and gossipsub, then how long one message takes to reach every
-// host. It fails if timeout passes first. transport is one of p2ptest.Transports.
+// the private DHT and gossipsub, then how long a message takes to reach every
+// host, from each of a few hosts spread over the swarm. It fails if timeout passes
+// first or a message misses a host. transport is one of p2ptest.Transports.
 func RunDiscovery(ctx context.Context, nodes int, transport string, timeout time.Duration) (DiscoveryResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -55,20 +77,25 @@ func RunDiscovery(ctx context.Context, nodes int, transport string, timeout time
 		return res, err
 	}
 	defer sw.close()
-	rec := newRecorder(sw, 1)
+	hosts := sw.s.Hosts
+	res.Messages = min(discoveryMessages, len(hosts))
+	rec := newRecorder(sw, res.Messages)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	rec.start(rctx)
-	hosts := sw.s.Hosts
-	if err := rec.publish(ctx, hosts[len(hosts)/2], 0, 64, timeout); err != nil {
-		return res, err
+	for k := range res.Messages {
+		if err := rec.publish(ctx, hosts[k*len(hosts)/res.Messages], k, 64, timeout); err != nil {
+			return res, err
+		}
 	}
 	stop()
 	rec.wg.Wait()
-	if lat := rec.latencies(); len(lat) == len(hosts)-1 {
-		res.ReachAllS = lat[len(lat)-1]
-	} else {
-		return res, fmt.Errorf("a message reached %d of %d hosts", len(lat), len(hosts)-1)
+	for k := range res.Messages {
+		n, slowest := rec.reached(k)
+		if n != len(hosts)-1 {
+			return res, fmt.Errorf("message %d reached %d of %d hosts", k, n, len(hosts)-1)
+		}
+		res.ReachAllS = max(res.ReachAllS, slowest)
 	}
 	return res, nil
 }
@@ -87,8 +114,9 @@ func (sw *swarm) close() {
 	_ = sw.s.Close()
 }
 
-// formSwarm starts the swarm, subscribes every host but the bootstrap to every topic
-// and waits until the swarm has formed. On error the swarm is closed.
+// formSwarm starts the swarm, every host but the bootstrap subscribing to every topic
+// as soon as it has started, and waits until the swarm has formed. On error the
+// swarm is closed.
 func formSwarm(ctx context.Context, nodes int, transport string) (*swarm, Formation, error) {
 	f := Formation{Nodes: nodes, Transport: transport}
 	if nodes < 3 {
@@ -98,15 +126,29 @@ func formSwarm(ctx context.Context, nodes int, transport string) (*swarm, Format
 		return nil, f, fmt.Errorf("unknown transport %q (want one of %v)", transport, p2ptest.Transports)
 	}
 	start, cpu0 := time.Now(), cpuTime()
-	s, err := p2ptest.StartOn(ctx, transport, nodes-1, nil)
-	if err != nil {
-		return nil, f, err
-	}
+	subs := make([][]*p2p.Subscription, nodes-1)
+	s, err := p2ptest.StartOnThen(ctx, transport, nodes-1, nil, func(i int, h *p2p.Host) error {
+		var err error
+		subs[i], err = subscribe(h)
+		return err
+	})
 	sw := &swarm{s: s}
-	if err := sw.subscribe(); err != nil {
-		sw.close()
+	for _, hs := range subs {
+		for k, sub := range hs {
+			if p2p.Kinds[k] == p2p.KindShards {
+				sw.shards = append(sw.shards, sub)
+			} else {
+				sw.others = append(sw.others, sub)
+			}
+		}
+	}
+	if err != nil { // the start closed the hosts
+		for _, sub := range append(sw.shards, sw.others...) {
+			sub.Cancel()
+		}
 		return nil, f, err
 	}
+	f.SubscribedS = time.Since(start).Seconds()
 	all := s.All()
 	err = p2ptest.Poll(ctx, "every routing table to be non-empty", pollEvery, func() bool {
 		return !slices.ContainsFunc(all, func(h *p2p.Host) bool { return h.RoutingTableSize() == 0 })
@@ -127,25 +169,49 @@ func formSwarm(ctx context.Context, nodes int, transport string) (*swarm, Format
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	f.MemPerHostBytes = int64(ms.HeapInuse+ms.StackInuse) / int64(nodes)
+	f.observe(all)
 	return sw, f, nil
 }
 
-// subscribe subscribes every host but the bootstrap to every topic kind.
-func (sw *swarm) subscribe() error {
-	for _, h := range sw.s.Hosts {
+// observe fills in what the formed swarm's hosts hold: connections, DHT requests
+// answered, and how many hosts have a mesh below gossipsub's degree D on some topic.
+func (f *Formation) observe(all []*p2p.Host) {
+	var peers, served int64
+	for _, h := range all {
+		n := len(h.ConnectedPeers())
+		peers += int64(n)
+		f.PeersMax = max(f.PeersMax, n)
+		served += h.DHTRequestsServed()
 		for _, kind := range p2p.Kinds {
-			sub, err := h.Subscribe(kind)
-			if err != nil {
-				return err
-			}
-			if kind == p2p.KindShards {
-				sw.shards = append(sw.shards, sub)
-			} else {
-				sw.others = append(sw.others, sub)
+			if n, _ := h.MeshPeers(kind); n < min(p2p.MeshDegree, len(all)-1) {
+				f.HostsBelowD++
+				break
 			}
 		}
 	}
-	return nil
+	f.PeersMean = float64(peers) / float64(len(all))
+	f.DHTRequestsPerHost = float64(served) / float64(len(all))
+}
+
+// subscribe subscribes a host to every topic kind, in the order of p2p.Kinds. Each
+// host subscribes as soon as it has started, as a node does at its own start: a
+// subscription waits for the host's pubsub loop, which grows busy with the
+// connections of a forming swarm, and subscribing the hosts once all had started,
+// one after another, made the swarm wait for the sum of those waits (40 s of 48 at
+// 100 in-memory hosts on a loaded machine; in parallel still 20-30 s).
+func subscribe(h *p2p.Host) ([]*p2p.Subscription, error) {
+	var subs []*p2p.Subscription
+	for _, kind := range p2p.Kinds {
+		sub, err := h.Subscribe(kind)
+		if err != nil {
+			for _, s := range subs {
+				s.Cancel()
+			}
+			return nil, err
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
 }
 
 // ParseSize reads a byte count: a plain number (bytes) or a number with a unit

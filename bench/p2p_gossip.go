@@ -168,6 +168,20 @@ func (r *recorder) received(k int) int {
 	return n
 }
 
+// reached returns how many hosts received message k and the longest it took one
+// of them, in seconds.
+func (r *recorder) reached(k int) (n int, slowest float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.got[k] {
+		if !t.IsZero() {
+			n++
+			slowest = max(slowest, t.Sub(r.sent[k]).Seconds())
+		}
+	}
+	return n, slowest
+}
+
 // latencies returns every delivery's latency in seconds, sorted.
 func (r *recorder) latencies() []float64 {
 	r.mu.Lock()

@@ -68,8 +68,7 @@ func (h *Host) dialSeeds(seeds []peer.AddrInfo, nBoot, nCached int, retry time.D
 		return false
 	}
 	h.log.Info("connected to the network", "answered", answered, "tried", len(seeds))
-	_ = h.dht.RefreshRoutingTable() // fills the table now rather than at the next refresh
-	return true
+	return true // refreshLoop fills the table once the first peer is in it
 }
 
 // recheckTable has the DHT check every connected peer for its routing table again.
@@ -79,7 +78,7 @@ func (h *Host) dialSeeds(seeds []peer.AddrInfo, nBoot, nCached int, retry time.D
 // unable to advertise or look anyone up.
 func (h *Host) recheckTable() {
 	h.log.Debug("connected with an empty routing table; checking connected peers again")
-	_ = h.dht.Bootstrap(h.ctx) // never fails: it only wakes the DHT's own check and refresh
+	_ = h.dht.Bootstrap(h.ctx) // never fails: it only wakes the DHT's own check
 }
 
 // seeds merges the bootstrap and cached peers, without the host itself and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -39,6 +40,7 @@ type Host struct {
 	scores   scoreBoard    // gossipsub's latest score of each connected peer
 
 	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
+	dhtServed    atomic.Int64 // DHT requests this host answered
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -93,7 +95,10 @@ func (h *Host) start() error {
 	if err != nil {
 		return fmt.Errorf("announce address: %w", err)
 	}
-	opts := append([]dht.Option{dht.ProtocolPrefix(DHTPrefix(h.cfg.Network)), dht.Mode(mode)},
+	opts := append([]dht.Option{dht.ProtocolPrefix(DHTPrefix(h.cfg.Network)), dht.Mode(mode),
+		// The host refreshes the table on its own schedule (refreshLoop).
+		dht.DisableAutoRefresh(),
+		dht.OnRequestHook(func(context.Context, network.Stream, *dhtpb.Message) { h.dhtServed.Add(1) })},
 		dhtAddrOptions(announce, h.cfg.PublicOnly)...)
 	d, err := dht.New(h.ctx, h.h, opts...)
 	if err != nil {
@@ -121,7 +126,8 @@ func (h *Host) start() error {
 		return err
 	}
 	h.serveTime()
-	h.wg.Add(3)
+	h.wg.Add(4)
+	go h.refreshLoop()
 	go h.bootstrapLoop()
 	go h.advertiseLoop()
 	go h.findPeersLoop()
@@ -235,6 +241,9 @@ func (h *Host) KnownPeers() []peer.AddrInfo {
 	}
 	return out
 }
+
+// DHTRequestsServed counts the DHT requests this host has answered since it started.
+func (h *Host) DHTRequestsServed() int64 { return h.dhtServed.Load() }
 
 // FailedBootstrapRounds counts the rounds in which neither a bootstrap nor a
 // cached peer answered while the host had no connection.

@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"slices"
 	"sync"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -20,6 +21,9 @@ const (
 // heartbeat (once a second), when it knows that many subscribers. A mesh between D_lo
 // and D_hi is left as it is.
 var MeshDegreeLow = pubsub.DefaultGossipSubParams().Dlo
+
+// MeshDegree is gossipsub's mesh degree D, what it grafts a mesh below D_lo up to.
+var MeshDegree = pubsub.DefaultGossipSubParams().D
 
 // meshTracer follows gossipsub's mesh from the router's raw trace events: Graft and
 // Prune per topic, a closed stream (the peer left) and Leave. Gossipsub keeps its mesh
@@ -42,6 +46,18 @@ func (t *meshTracer) size(topic string) (int, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.mesh[topic]), t.joined[topic]
+}
+
+// peers lists the mesh of topic, sorted.
+func (t *meshTracer) peers(topic string) []peer.ID {
+	t.mu.Lock()
+	out := make([]peer.ID, 0, len(t.mesh[topic]))
+	for p := range t.mesh[topic] {
+		out = append(out, p)
+	}
+	t.mu.Unlock()
+	slices.Sort(out)
+	return out
 }
 
 func (t *meshTracer) Join(topic string) {
@@ -99,6 +115,15 @@ func (h *Host) MeshPeers(kind string) (int, bool) {
 		return 0, false
 	}
 	return h.mesh.size(TopicName(h.cfg.Network, h.cfg.Run, kind))
+}
+
+// MeshPeerIDs lists the peers in this host's gossipsub mesh of the topic of the given
+// kind, sorted; nil when the host is in no mesh of it (see MeshPeers).
+func (h *Host) MeshPeerIDs(kind string) []peer.ID {
+	if h.mesh == nil {
+		return nil
+	}
+	return h.mesh.peers(TopicName(h.cfg.Network, h.cfg.Run, kind))
 }
 
 // topicCollector exports how many peers each topic has (TopicPeers) and the mesh size

@@ -12,6 +12,7 @@ type metrics struct {
 	pub, recv     *prometheus.CounterVec
 	bootstrapFail prometheus.Counter
 	lookups       prometheus.Counter
+	refreshes     prometheus.Counter
 }
 
 // newMetrics creates the host's metrics and registers them on reg when it is not nil.
@@ -33,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "lowband", Subsystem: "p2p", Name: "rendezvous_lookups_total",
 			Help: "Lookups of the run's rendezvous in the DHT, made while the host seeks peers.",
 		}),
+		refreshes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "lowband", Subsystem: "p2p", Name: "routing_table_refreshes_total",
+			Help: "Refreshes of the DHT routing table (a lookup of the host's own key and of each stale bucket).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -48,6 +53,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.lookups, err = register(reg, m.lookups); err != nil {
+		return nil, err
+	}
+	if m.refreshes, err = register(reg, m.refreshes); err != nil {
 		return nil, err
 	}
 	return m, nil

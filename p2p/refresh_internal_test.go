@@ -1,0 +1,122 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// The routing table is refreshed once it holds a peer, then every ten minutes, every
+// minute while it is thin, and after a failure on a growing retry.
+func TestRefreshSchedule(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	var s refreshSchedule
+	if s.due(t0, 0) {
+		t.Fatal("due with an empty table: a lookup has no one to ask")
+	}
+	if !s.due(t0, 1) {
+		t.Fatal("not due on the first peer")
+	}
+	s.done(t0, errors.New("lookup failed"))
+	if s.joined {
+		t.Fatal("joined after a failed refresh")
+	}
+	if s.due(t0.Add(tableRetryFirst-time.Millisecond), 50) || !s.due(t0.Add(tableRetryFirst), 50) {
+		t.Fatal("a failed refresh is retried after tableRetryFirst")
+	}
+	t1 := t0.Add(tableRetryFirst)
+	s.done(t1, errors.New("again"))
+	if s.due(t1.Add(2*tableRetryFirst-time.Millisecond), 50) || !s.due(t1.Add(2*tableRetryFirst), 50) {
+		t.Fatal("the retry doubles")
+	}
+	for range 20 {
+		s.done(t1, errors.New("again"))
+	}
+	if s.retry != tableRefreshEvery {
+		t.Fatalf("retry grew to %v, want at most %v", s.retry, tableRefreshEvery)
+	}
+	t2 := t1.Add(time.Hour)
+	s.done(t2, nil)
+	if !s.joined || s.retry != 0 {
+		t.Fatalf("after a success: joined %v, retry %v", s.joined, s.retry)
+	}
+	if s.due(t2.Add(tableRefreshEvery-time.Second), tableLow+1) || !s.due(t2.Add(tableRefreshEvery), tableLow+1) {
+		t.Fatal("a healthy table is refreshed every tableRefreshEvery")
+	}
+	if s.due(t2.Add(tableLowEvery-time.Second), tableLow) || !s.due(t2.Add(tableLowEvery), tableLow) {
+		t.Fatal("a thin table is refreshed every tableLowEvery")
+	}
+}
+
+// A host whose own addresses change looks its own key up again, so that its closest
+// peers connect to it and learn the new addresses (kad-dht's auto refresh did so, and
+// it is off). The bootstrap counts the lookups of the host's key it answers.
+func TestAddressChangeLooksUpOwnKey(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	boot, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer boot.Close()
+	var (
+		mu  sync.Mutex
+		own = map[peer.ID]int{} // lookups of a peer's own key, by that peer
+	)
+	d, err := dht.New(ctx, boot, dht.ProtocolPrefix(DHTPrefix("test-0000")), dht.Mode(dht.ModeServer),
+		dht.OnRequestHook(func(_ context.Context, s network.Stream, m *dhtpb.Message) {
+			if m.GetType() != dhtpb.Message_FIND_NODE {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if from := s.Conn().RemotePeer(); string(m.GetKey()) == string(from) {
+				own[from]++
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	h := startHost(ctx, t, func(c *Config) {
+		c.Bootstrap = []peer.AddrInfo{{ID: boot.ID(), Addrs: boot.Addrs()}}
+		c.ConnLow, c.ConnHigh = 1, 8 // no rendezvous lookups
+	})
+	lookups := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return own[h.ID()]
+	}
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %s: %d lookups of the host's own key", what, lookups())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("the join", func() bool { return lookups() >= 1 })
+	time.Sleep(2 * tableCheckEvery)
+	if n := lookups(); n != 1 {
+		t.Fatalf("%d lookups of the host's own key with its addresses unchanged, want 1", n)
+	}
+	em, err := h.h.EventBus().Emitter(new(event.EvtLocalAddressesUpdated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	if err := em.Emit(event.EvtLocalAddressesUpdated{Diffs: true}); err != nil {
+		t.Fatal(err)
+	}
+	wait("a lookup after the addresses changed", func() bool { return lookups() >= 2 })
+}
