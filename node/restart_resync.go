@@ -147,14 +147,26 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	return &resyncCause{why: resyncDiverged, head: head, peers: h}
 }
 
-// offerRecords gives the records a look at the peers' heads brought to the records
-// topic's checks, as a gap fetch does (checkRecordAgain: window, voter, signature, the
-// loop's inbox): a node whose gossip with its peers is not (yet) flowing learns their
-// votes on the rounds of its window, repairs them, and asks for the records of the
-// earlier rounds it lacks.
-func (n *Node) offerRecords(ctx context.Context, heads []peerHead) {
+// offerRecords asks each peer whose committed record a look at the heads brought for the
+// vote it published for that round, as a gap fetch does (fetchRecord: the records
+// topic's checks, then the loop's inbox): a node whose gossip with its peers is not (yet)
+// flowing learns their votes on the rounds of its window, repairs them, and asks for the
+// records of the earlier rounds it lacks. The committed records themselves are never
+// taken as votes: a peer that repaired a round holds a record of it other than its vote,
+// signed for an audit, and the two would read as a vote cast twice.
+func (n *Node) offerRecords(_ context.Context, heads []peerHead) { n.checks.askVotes(heads) }
+
+// askVotes is offerRecords on the checks: a gap fetch of each head's round and peer.
+func (f *fullChecks) askVotes(heads []peerHead) {
+	if f.cfg.Fetch == nil {
+		return
+	}
 	for _, h := range heads {
-		n.checks.checkRecordAgain(ctx, h.from, h.data, recordKey{round: h.rec.Round, signer: h.from.String()})
+		k := recordKey{round: h.rec.Round, signer: h.from.String()}
+		if f.records.ask(k, h.from) {
+			from := h.from
+			f.enqueue(&f.gaps, fmt.Sprint("head", k.round, k.signer), k.round, func(ctx context.Context) { f.fetchRecord(ctx, from, k) })
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,9 @@ func startSwarmWith(t *testing.T, ctx context.Context, n int, spec func(*configs
 	for i := range nodes {
 		cfgs[i].P2P.Bootstrap = []string{maddr}
 		o := Options{Home: homes[i], Config: cfgs[i], Spec: s}
+		if os.Getenv("LOWBAND_TEST_LOG_ALL") != "" {
+			o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", i)
+		}
 		if opts != nil {
 			opts(i, &o)
 		}
