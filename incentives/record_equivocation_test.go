@@ -180,3 +180,52 @@ func TestRecordEquivocationSlashesLikeShardEquivocation(t *testing.T) {
 		t.Fatalf("B after the record: %+v, want stake %d, one offence, jailed", acc, want)
 	}
 }
+
+// TestCommittedRecordIsNoVote: a record signed with SignCommitted verifies as itself and is
+// not a vote, and paired with its signer's vote for the same round it makes no evidence
+// that passes the checker, presented as it is or as a vote: its signature covers another
+// domain, so what a node commits after a repair, and serves to whoever asks, cannot frame
+// it for a vote cast twice. Two votes still do.
+func TestCommittedRecordIsNoVote(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	key := incentivestest.Identity("B")
+	rec := func(b byte) *incentives.Record {
+		root := make([]byte, 32)
+		root[0] = b
+		return &incentives.Record{Version: incentives.RecordVersion, Round: 7, PrevRoot: make([]byte, 32), NewRoot: root}
+	}
+	vote, err := incentives.SignRecord(key, "testnet", "run-1", rec(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := incentives.SignCommitted(key, "testnet", "run-1", rec(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, _, err := incentives.DecodeSignedRecord(signed.Marshal())
+	if err != nil || committed.Verify() != nil {
+		t.Fatalf("a committed record does not decode and verify: %v", err)
+	}
+	if !vote.IsVote() || committed.IsVote() {
+		t.Fatalf("IsVote: vote %v, committed %v", vote.IsVote(), committed.IsVote())
+	}
+	asVote := *committed
+	asVote.Version = incentives.SignedRecordVersion // the same signature presented as a vote
+	if asVote.Verify() == nil {
+		t.Fatal("a committed record's signature verified as a vote")
+	}
+	for _, other := range []*incentives.SignedRecord{committed, &asVote} {
+		if e, err := incentives.NewRecordEquivocation(vote, other); err == nil {
+			if _, err := fx.Checker().Check(e); err == nil {
+				t.Fatal("a vote and a committed record of one round proved a vote cast twice")
+			}
+		}
+	}
+	second, err := incentives.SignRecord(key, "testnet", "run-1", rec(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.Checker().Check(recordEquivocation(t, vote, second)); err != nil {
+		t.Fatalf("two votes of one round: %v", err)
+	}
+}

@@ -17,6 +17,13 @@ import (
 // proof of a vote cast twice is small whatever the records' size; version 1 is refused.
 const SignedRecordVersion = 2
 
+// CommittedRecordVersion marks a record a node signs for what it holds after a repair
+// closed the round again: for an audit and for peers that ask what it committed. It is
+// not a vote: its signature covers another domain (CommittedMessage), so that it and the
+// node's vote for the round never make a proof of a vote cast twice, and the records topic
+// refuses it.
+const CommittedRecordVersion = 3
+
 // MaxSignedRecordSize bounds a signed record on the wire: a record of MaxRecordSize and
 // the envelope's other fields (network and run of at most verify.MaxIDLen, a peer ID, a
 // 64-byte signature) fit it, and it fits a gossip message.
@@ -26,7 +33,10 @@ const MaxSignedRecordSize = MaxRecordSize + 1024
 // network, run, round and record digest.
 var ErrRecordSignature = errors.New("record signature does not verify")
 
-const domainSignedRecord = "lowband/record/v2"
+const (
+	domainSignedRecord    = "lowband/record/v2"
+	domainCommittedRecord = "lowband/committed-record/v2"
+)
 
 // SignedRecord is a commit record as a node publishes it: the record's canonical bytes
 // and their round, signed by the libp2p identity key of the node that committed it, for
@@ -45,6 +55,16 @@ type SignedRecord struct {
 // SignRecord signs rec (in canonical form) with key for network and run. The signer is
 // the peer ID of key, which must be an Ed25519 identity.
 func SignRecord(key crypto.PrivKey, network, run string, rec *Record) (*SignedRecord, error) {
+	return signRecord(key, network, run, rec, SignedRecordVersion)
+}
+
+// SignCommitted signs rec as SignRecord does, as a committed record that is not a vote
+// (CommittedRecordVersion).
+func SignCommitted(key crypto.PrivKey, network, run string, rec *Record) (*SignedRecord, error) {
+	return signRecord(key, network, run, rec, CommittedRecordVersion)
+}
+
+func signRecord(key crypto.PrivKey, network, run string, rec *Record, version uint8) (*SignedRecord, error) {
 	if key == nil || rec == nil {
 		return nil, errors.New("incentives: signing a record needs a key and a record")
 	}
@@ -52,7 +72,7 @@ func SignRecord(key crypto.PrivKey, network, run string, rec *Record) (*SignedRe
 	if err != nil {
 		return nil, fmt.Errorf("incentives: identity key: %w", err)
 	}
-	s := &SignedRecord{Version: SignedRecordVersion, Network: network, Run: run, Signer: id.String(), Record: rec.Marshal(), Round: rec.Round}
+	s := &SignedRecord{Version: version, Network: network, Run: run, Signer: id.String(), Record: rec.Marshal(), Round: rec.Round}
 	if err := s.checkForm(); err != nil {
 		return nil, err
 	}
@@ -69,8 +89,18 @@ func RecordDigest(record []byte) [32]byte { return sha256.Sum256(record) }
 // signer, round (8 bytes, big-endian) and record digest, each prefixed with its length
 // (8 bytes, big-endian). Its size does not depend on the record's.
 func VoteMessage(network, run, signer string, round uint64, digest [32]byte) []byte {
-	out := make([]byte, 0, len(domainSignedRecord)+len(network)+len(run)+len(signer)+len(digest)+48)
-	out = append(out, domainSignedRecord...)
+	return recordMessage(domainSignedRecord, network, run, signer, round, digest)
+}
+
+// CommittedMessage is what a committed record's signature covers: VoteMessage's fields
+// under another domain tag.
+func CommittedMessage(network, run, signer string, round uint64, digest [32]byte) []byte {
+	return recordMessage(domainCommittedRecord, network, run, signer, round, digest)
+}
+
+func recordMessage(domain, network, run, signer string, round uint64, digest [32]byte) []byte {
+	out := make([]byte, 0, len(domain)+len(network)+len(run)+len(signer)+len(digest)+48)
+	out = append(out, domain...)
 	r := binary.BigEndian.AppendUint64(nil, round)
 	for _, f := range [][]byte{[]byte(network), []byte(run), []byte(signer), r, digest[:]} {
 		out = binary.BigEndian.AppendUint64(out, uint64(len(f)))
@@ -82,8 +112,15 @@ func VoteMessage(network, run, signer string, round uint64, digest [32]byte) []b
 // SignedMessage is what the signature covers: VoteMessage of the network, run, signer,
 // round and the digest of the record bytes, recomputed from them.
 func (s *SignedRecord) SignedMessage() []byte {
+	if s.Version == CommittedRecordVersion {
+		return CommittedMessage(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record))
+	}
 	return VoteMessage(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record))
 }
+
+// IsVote reports whether the record is a vote (SignRecord), not a committed record
+// (SignCommitted).
+func (s *SignedRecord) IsVote() bool { return s.Version == SignedRecordVersion }
 
 // Marshal returns the canonical encoding of the signed record.
 func (s *SignedRecord) Marshal() []byte { return marshal(s) }
@@ -118,9 +155,9 @@ func DecodeSignedRecord(data []byte) (*SignedRecord, *Record, error) {
 func (s *SignedRecord) checkForm() error {
 	switch {
 	case s.Version == 1:
-		return fmt.Errorf("%w: signed record version 1 (signed over the whole record) is no longer read; this build reads %d", ErrMalformed, SignedRecordVersion)
-	case s.Version != SignedRecordVersion:
-		return fmt.Errorf("%w: signed record version %d, this build reads %d", ErrMalformed, s.Version, SignedRecordVersion)
+		return fmt.Errorf("%w: signed record version 1 (signed over the whole record) is no longer read; this build reads %d and %d", ErrMalformed, SignedRecordVersion, CommittedRecordVersion)
+	case s.Version != SignedRecordVersion && s.Version != CommittedRecordVersion:
+		return fmt.Errorf("%w: signed record version %d, this build reads %d and %d", ErrMalformed, s.Version, SignedRecordVersion, CommittedRecordVersion)
 	case s.Network == "" || s.Run == "" || len(s.Network) > verify.MaxIDLen || len(s.Run) > verify.MaxIDLen:
 		return fmt.Errorf("%w: signed record for network %q run %q (1-%d bytes each)", ErrMalformed, s.Network, s.Run, verify.MaxIDLen)
 	case len(s.Record) > MaxRecordSize:
@@ -136,17 +173,25 @@ func (s *SignedRecord) checkForm() error {
 // over the digest it recomputes from the record bytes. Call it on what DecodeSignedRecord
 // returned (which checked that the round signed is the record's).
 func (s *SignedRecord) Verify() error {
+	if s.Version == CommittedRecordVersion {
+		return verifySigned(CommittedMessage(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record)), s.Signer, s.Round, s.Sig)
+	}
 	return verifyVote(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record), s.Sig)
 }
 
 // verifyVote checks sig, by the key signer's peer ID embeds, over VoteMessage
 // (ErrRecordSignature).
 func verifyVote(network, run, signer string, round uint64, digest [32]byte, sig []byte) error {
+	return verifySigned(VoteMessage(network, run, signer, round, digest), signer, round, sig)
+}
+
+// verifySigned checks sig, by the key signer's peer ID embeds, over msg.
+func verifySigned(msg []byte, signer string, round uint64, sig []byte) error {
 	_, pub, err := verify.ParsePeerID(signer)
 	if err != nil {
 		return fmt.Errorf("%w: signer: %v", ErrMalformed, err)
 	}
-	ok, err := pub.Verify(VoteMessage(network, run, signer, round, digest), sig)
+	ok, err := pub.Verify(msg, sig)
 	if err != nil || !ok {
 		return fmt.Errorf("%w: signer %s, round %d", ErrRecordSignature, signer, round)
 	}

@@ -106,7 +106,7 @@ func TestSignedRecordOversizeRefusedBeforeDecoding(t *testing.T) {
 // Fields out of form are refused by DecodeSignedRecord (not left to Verify).
 func TestSignedRecordOutOfFormRefused(t *testing.T) {
 	for name, change := range map[string]func(*incentives.SignedRecord){
-		"version":   func(s *incentives.SignedRecord) { s.Version = 3 },
+		"version":   func(s *incentives.SignedRecord) { s.Version = 4 },
 		"round":     func(s *incentives.SignedRecord) { s.Round++ },
 		"network":   func(s *incentives.SignedRecord) { s.Network = "" },
 		"signer":    func(s *incentives.SignedRecord) { s.Signer = "QmNotAPeer" },

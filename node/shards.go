@@ -77,14 +77,15 @@ func (n *Node) repairRounds(rp *core.Repair, key crypto.PrivKey) error {
 }
 
 // signedOf is the node's signed record of a committed round, kept with the commit: the
-// one the core published (Commit.Signed), else the record signed here with the node's
-// identity key (a core without Config.Identity publishes it bare, and a repair publishes
-// nothing).
+// one the core published (Commit.Signed, its vote), else the record signed here with the
+// node's identity key as a committed record, not a vote (incentives.SignCommitted: a
+// repair publishes nothing, and a second vote for the round, served to whoever asks what
+// the node committed, would prove a vote cast twice against it).
 func (n *Node) signedOf(c *core.Commit, key crypto.PrivKey) ([]byte, error) {
 	if c.Signed != nil {
 		return c.Signed, nil
 	}
-	sr, err := incentives.SignRecord(key, n.opts.Spec.NetworkID(), n.opts.Spec.Run, c.Record)
+	sr, err := incentives.SignCommitted(key, n.opts.Spec.NetworkID(), n.opts.Spec.Run, c.Record)
 	if err != nil {
 		return nil, err
 	}

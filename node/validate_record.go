@@ -14,14 +14,14 @@ import (
 )
 
 // record is the records topic's wire check: a signed commit record (size first, then
-// incentives.DecodeSignedRecord: canonical form, the inner record decodes) of this
-// network and run. The signature is the full check's.
+// incentives.DecodeSignedRecord: canonical form, the inner record decodes) that is a
+// vote, not a committed record (SignCommitted), of this network and run. The signature is the full check's.
 func (w wire) record(data []byte) (any, p2p.Result, string) {
 	if len(data) > min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize) {
 		return nil, p2p.Reject, reasonSize
 	}
 	sr, rec, err := incentives.DecodeSignedRecord(data)
-	if err != nil {
+	if err != nil || !sr.IsVote() { // a committed record is no vote, and never gossiped
 		return nil, p2p.Reject, reasonDecode
 	}
 	return scoped(recordIn{sr: sr, rec: rec})(w.scope(sr.Network, sr.Run))

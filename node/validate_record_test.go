@@ -72,6 +72,11 @@ func TestRecordsCheckedAndCounted(t *testing.T) {
 	good := signedRecordBytes(t, fx, "alice", 9, 0)
 	forged := signRecordAs(t, "alice", fx.Network, fx.Run, 9, 1)
 	forged.Sig[0] ^= 1
+	committed, err := incentives.SignCommitted(incentivestest.Identity("alice"), fx.Network, fx.Run,
+		&incentives.Record{Version: incentives.RecordVersion, Round: 9, PrevRoot: make([]byte, 32), NewRoot: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		what   string
 		data   []byte
@@ -84,6 +89,7 @@ func TestRecordsCheckedAndCounted(t *testing.T) {
 		{"another network", signRecordAs(t, "alice", "net-b", fx.Run, 9, 0).Marshal(), p2p.Reject, reasonNetwork},
 		{"another run", signRecordAs(t, "alice", fx.Network, "run-b", 9, 0).Marshal(), p2p.Reject, reasonRun},
 		{"a bad signature", forged.Marshal(), p2p.Reject, reasonSignature},
+		{"a committed record, not a vote", committed.Marshal(), p2p.Reject, reasonDecode},
 		{"older than the repair window", signedRecordBytes(t, fx, "alice", 6, 0), p2p.Ignore, reasonLate},
 		{"far in the future", signedRecordBytes(t, fx, "alice", 12, 0), p2p.Ignore, reasonFuture},
 		{"a signer without stake", signedRecordBytes(t, fx, "mallory", 9, 0), p2p.Ignore, reasonUnstaked},

@@ -81,7 +81,7 @@ func (c *Core) seedVote(vote []byte, r uint64) (*incentives.Record, error) {
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: round %d: vote: %v", ErrSeed, r, err)
-	case sr.Signer != c.cfg.Self || sr.Network != c.cfg.Network || sr.Run != c.cfg.Run || rec.Round != r:
+	case !sr.IsVote() || sr.Signer != c.cfg.Self || sr.Network != c.cfg.Network || sr.Run != c.cfg.Run || rec.Round != r:
 		return nil, fmt.Errorf("%w: round %d: the vote kept is of %s for round %d of %s/%s", ErrSeed, r, sr.Signer, rec.Round, sr.Network, sr.Run)
 	}
 	return rec, nil

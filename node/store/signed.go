@@ -80,14 +80,17 @@ func (s *Store) Signed(r uint64) ([]byte, error) {
 // bucketVotes keeps the node's votes: round -> the signed record it published for it.
 var bucketVotes = []byte("votes")
 
-// checkVote checks that vote, when not nil, is a signed record of round r.
+// checkVote checks that vote, when not nil, is a signed record of round r that is a vote.
 func checkVote(vote []byte, r uint64) error {
 	if vote == nil {
 		return nil
 	}
-	_, rec, err := incentives.DecodeSignedRecord(vote)
+	sr, rec, err := incentives.DecodeSignedRecord(vote)
 	if err != nil {
 		return fmt.Errorf("%w: vote of round %d: %v", ErrConflict, r, err)
+	}
+	if !sr.IsVote() {
+		return fmt.Errorf("%w: the vote kept with round %d is a committed record, not a vote", ErrConflict, r)
 	}
 	if rec.Round != r {
 		return fmt.Errorf("%w: the vote kept with round %d is of round %d", ErrConflict, r, rec.Round)
