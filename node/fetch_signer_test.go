@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -40,37 +39,7 @@ func TestBundleFetchedFromTheSignerWhenTheForwarderServesNone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ft := newFullTest(t, 16, func(c *fullConfig) {
-		c.Self = receiver.ID()
-		c.Fetch = newFetchClient(receiver, fx.Network, c.Wire)
-	})
-	for kind, v := range ft.vals {
-		if err := receiver.SetValidator(kind, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sub, err := receiver.Subscribe(p2p.KindShards)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Cancel()
-	if err := p2ptest.Poll(ctx, "the receiver in the forwarder's shards topic", 10*time.Millisecond, func() bool {
-		return slices.Contains(forwarder.TopicPeers(p2p.KindShards), receiver.ID())
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := forwarder.Publish(ctx, p2p.KindShards, marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload")))); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-ft.inbox:
-		if in, ok := ev.(shardIn); !ok || in.shard.Header.Peer != incentivestest.PeerID("alice") {
-			t.Fatalf("inbox got %T", ev)
-		}
-	case <-ctx.Done():
-		t.Fatal("the shard never reached the loop: its bundle was not fetched from its signer")
-	}
-	ft.f.wg.Wait()
+	ft := gossipShard(t, ctx, forwarder, receiver, fx.Network, marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload"))))
 	if n := ft.count(p2p.KindAttest, p2p.Accept, reasonOK); n != 1 {
 		t.Fatalf("%v bundles fetched, want 1", n)
 	}

@@ -173,9 +173,22 @@ func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
 	served.holdBundle(alice)
 	sender.Handle(string(p2p.FetchProtocol(fx.Network)), maxFetchRequest, newFetchServer(served.f.reg, served.f.content, served.f.records).handle)
 
+	ft := gossipShard(t, ctx, sender, receiver, fx.Network, marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload"))))
+	if len(ft.inbox) != 0 || ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown) != 1 || ft.count(p2p.KindAttest, p2p.Accept, reasonOK) != 1 {
+		t.Fatalf("inbox %d more; counted: %v stashed, %v bundles fetched", len(ft.inbox),
+			ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown), ft.count(p2p.KindAttest, p2p.Accept, reasonOK))
+	}
+}
+
+// gossipShard starts a receiver's full checks (fetching with its host), subscribes it to
+// the shards topic, publishes data from sender once the receiver is in its topic, and
+// waits until alice's shard reaches the receiver's loop and every fetch has ended. It
+// returns the receiver's checks.
+func gossipShard(t *testing.T, ctx context.Context, sender, receiver *p2p.Host, network string, data []byte) *fullTest {
+	t.Helper()
 	ft := newFullTest(t, 16, func(c *fullConfig) {
 		c.Self = receiver.ID()
-		c.Fetch = newFetchClient(receiver, fx.Network, c.Wire)
+		c.Fetch = newFetchClient(receiver, network, c.Wire)
 	})
 	for kind, v := range ft.vals {
 		if err := receiver.SetValidator(kind, v); err != nil {
@@ -186,13 +199,13 @@ func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Cancel()
+	t.Cleanup(sub.Cancel)
 	if err := p2ptest.Poll(ctx, "the receiver in the sender's shards topic", 10*time.Millisecond, func() bool {
 		return slices.Contains(sender.TopicPeers(p2p.KindShards), receiver.ID())
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sender.Publish(ctx, p2p.KindShards, marshalShard(t, fx.Shard("alice", alice, 10, 0, []byte("payload")))); err != nil {
+	if err := sender.Publish(ctx, p2p.KindShards, data); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -201,11 +214,8 @@ func TestGossipedShardBeforeItsBundleReachesTheLoop(t *testing.T) {
 			t.Fatalf("inbox got %T", ev)
 		}
 	case <-ctx.Done():
-		t.Fatal("the shard never reached the loop")
+		t.Fatal("the shard never reached the loop: its bundle was not fetched")
 	}
 	ft.f.wg.Wait()
-	if len(ft.inbox) != 0 || ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown) != 1 || ft.count(p2p.KindAttest, p2p.Accept, reasonOK) != 1 {
-		t.Fatalf("inbox %d more; counted: %v stashed, %v bundles fetched", len(ft.inbox),
-			ft.count(p2p.KindShards, p2p.Ignore, reasonBundleUnknown), ft.count(p2p.KindAttest, p2p.Accept, reasonOK))
-	}
+	return ft
 }
