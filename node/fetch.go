@@ -280,12 +280,11 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 // forwarding shards under bundles it never serves cannot take every fetch slot.
 const maxFetchesPerPeer = 2
 
-// wantBundle fetches a bundle from the neighbour that forwarded a shard naming it, and
-// when that fails (a bootstrap node forwards but serves no fetches) from the shard's
-// signer, off the validator's goroutine: at most one fetch per hash and maxFetchesPerPeer
-// per neighbour at a time, and none when MaxAsync are in flight (a later shard naming it
-// asks again). The stashed shards are checked when it arrives.
-func (f *fullChecks) wantBundle(h [32]byte, from, signer peer.ID) {
+// wantBundle fetches a bundle from the neighbour that forwarded a shard naming it, off
+// the validator's goroutine: at most one fetch per hash and maxFetchesPerPeer per
+// neighbour at a time, and none when MaxAsync are in flight (a later shard naming it asks
+// again). The stashed shards are checked when it arrives.
+func (f *fullChecks) wantBundle(h [32]byte, from peer.ID) {
 	if from == f.cfg.Self || f.cfg.Fetch == nil {
 		return
 	}
@@ -307,15 +306,8 @@ func (f *fullChecks) wantBundle(h [32]byte, from, signer peer.ID) {
 	}
 	if !f.goAsync(func(ctx context.Context) {
 		defer done()
-		asked := from
-		err := f.fetchBundle(ctx, asked, h)
-		if err != nil && signer != "" && signer != from && signer != f.cfg.Self && ctx.Err() == nil {
-			f.cfg.Log.Debug("fetching bundle", "bundle", fmt.Sprintf("%x", h[:8]), "peer", asked.ShortString(), "err", err)
-			asked = signer
-			err = f.fetchBundle(ctx, asked, h)
-		}
-		if err != nil {
-			f.cfg.Log.Debug("fetching bundle", "bundle", fmt.Sprintf("%x", h[:8]), "peer", asked.ShortString(), "err", err)
+		if err := f.fetchBundle(ctx, from, h); err != nil {
+			f.cfg.Log.Debug("fetching bundle", "bundle", fmt.Sprintf("%x", h[:8]), "peer", from.ShortString(), "err", err)
 		}
 	}) {
 		done()

@@ -351,8 +351,7 @@ func (f *fullChecks) shard(_ context.Context, fwd peer.ID, data []byte, obj any)
 	hb, ok := f.reg.get(h)
 	if !ok {
 		f.stash.Put(fwd.String(), string(h[:]), s.Header.Round, data)
-		signer, _ := peer.Decode(s.Header.Peer) // the zero ID when malformed: not asked
-		f.wantBundle(h, fwd, signer)
+		f.wantBundle(h, fwd)
 		return p2p.Ignore, reasonBundleUnknown
 	}
 	return f.signed(s, data, hb, fwd == f.cfg.Self)
