@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/verify"
 )
@@ -103,21 +104,27 @@ func (p *progress) repaired(commits []*core.Commit) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range commits {
-		rec := c.Record
-		i := slices.IndexFunc(p.st.Rounds, func(r RoundStatus) bool { return r.Round == rec.Round })
-		if i < 0 {
-			continue
-		}
-		r := &p.st.Rounds[i]
-		r.Included = make([]string, len(rec.Contributions))
-		for j, e := range rec.Contributions {
-			r.Included[j] = e.Peer
-		}
-		r.Evidence, r.Repaired = len(rec.Evidence), true
-		r.StateRoot, r.LedgerRoot = hexRoot([32]byte(rec.NewRoot)), hexRoot(c.State.Root())
-		if rec.Round+1 == p.st.NextRound {
-			p.st.StateRoot, p.st.LedgerRoot = r.StateRoot, r.LedgerRoot
-		}
+		p.rewrite(c.Record, c.State)
+	}
+}
+
+// rewrite puts the committed record rec of a round closed again, with the ledger state
+// after it, in the round's status, and in the node's roots when it is the last round
+// closed. The caller holds p.mu.
+func (p *progress) rewrite(rec *incentives.Record, led *incentives.State) {
+	i := slices.IndexFunc(p.st.Rounds, func(r RoundStatus) bool { return r.Round == rec.Round })
+	if i < 0 {
+		return
+	}
+	r := &p.st.Rounds[i]
+	r.Included = make([]string, len(rec.Contributions))
+	for j, e := range rec.Contributions {
+		r.Included[j] = e.Peer
+	}
+	r.Evidence, r.Repaired = len(rec.Evidence), true
+	r.StateRoot, r.LedgerRoot = hexRoot([32]byte(rec.NewRoot)), hexRoot(led.Root())
+	if rec.Round+1 == p.st.NextRound {
+		p.st.StateRoot, p.st.LedgerRoot = r.StateRoot, r.LedgerRoot
 	}
 }
 

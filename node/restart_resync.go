@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -228,20 +227,6 @@ func (p *progress) caughtUp(rounds []store.Round) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range rounds {
-		rec := r.Record
-		i := slices.IndexFunc(p.st.Rounds, func(s RoundStatus) bool { return s.Round == rec.Round })
-		if i < 0 {
-			continue
-		}
-		s := &p.st.Rounds[i]
-		s.Included = make([]string, len(rec.Contributions))
-		for k, e := range rec.Contributions {
-			s.Included[k] = e.Peer
-		}
-		s.Evidence, s.Repaired = len(rec.Evidence), true
-		s.StateRoot, s.LedgerRoot = hexRoot([32]byte(rec.NewRoot)), hexRoot(r.State.Root())
-		if rec.Round+1 == p.st.NextRound {
-			p.st.StateRoot, p.st.LedgerRoot = s.StateRoot, s.LedgerRoot
-		}
+		p.rewrite(r.Record, r.State)
 	}
 }
