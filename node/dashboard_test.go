@@ -17,9 +17,9 @@ import (
 )
 
 // TestDashboardShowsTheSwarm opens the dashboard of a training node of a small swarm, one
-// of whose three nodes equivocates, in a headless Chromium, as an operator would: the loss
+// of whose three nodes sends NaN shards, in a headless Chromium, as an operator would: the loss
 // curve grows to two scored rounds with the network's canonical loss drawn over it, the
-// peers and stake tables say what GET /peers and GET /ledger say, the equivocator's slash
+// peers and stake tables say what GET /peers and GET /ledger say, the NaN sender's slash
 // links to its evidence, which GET /evidence/{id} decodes, the agreement table says what
 // GET /agreement says, the bootstrap node's page says it does not train, and nothing is
 // logged to the browser's console. It saves a screenshot of the training node's page.
@@ -35,7 +35,9 @@ func TestDashboardShowsTheSwarm(t *testing.T) {
 		s.Training.InnerSteps = 1000
 	}, func(i int, o *Options) {
 		if i == 2 {
-			o.Adversary = AdvEquivocate
+			// Every node proves its offence from any one of its shards, in every round
+			// (an equivocation is seen only by a node that gets both of its shards).
+			o.Adversary = AdvNaN
 		}
 	})
 	api := "http://" + swarm[0].APIAddr()
@@ -47,7 +49,7 @@ func TestDashboardShowsTheSwarm(t *testing.T) {
 	b.WaitEqual("the peers table as GET /peers says", peersShown, func(string) string { return peerRows(t, api) }, 10*time.Second)
 	b.WaitEqual("the stake table as GET /ledger said at its round", stakeShown, ledgers.at, 20*time.Second)
 	bad := swarm[2].ID().String()
-	b.WaitFor("the equivocator's slash linked to its evidence", `document.querySelector('#stake tr[data-peer="`+bad+`"] a.evidence')`, 40*time.Second)
+	b.WaitFor("the NaN sender's slash linked to its evidence", `document.querySelector('#stake tr[data-peer="`+bad+`"] a.evidence')`, 40*time.Second)
 	checkEvidenceLink(t, b, api, bad)
 	b.WaitEqual("the agreement table as GET /agreement says", agreementShown, func(shown string) string { return agreementRows(t, api, shown) }, 20*time.Second)
 	b.Screenshot("lowband-dashboard.png")
@@ -145,13 +147,13 @@ func ledgerRows(ctx context.Context, api string) (round, rows string, err error)
 }
 
 // checkEvidenceLink follows the first evidence link of peer's stake row: GET of its address
-// is the evidence, decoded, of an equivocation by that peer, and GET /evidence lists it.
+// is the evidence, decoded, of invalid content sent by that peer, and GET /evidence lists it.
 func checkEvidenceLink(t *testing.T, b *webtest.Browser, api, peer string) {
 	t.Helper()
 	href := webtest.Eval[string](b, `document.querySelector('#stake tr[data-peer="`+peer+`"] a.evidence').getAttribute("href")`)
 	var v EvidenceView
 	getJSON(t, api+href, &v)
-	if v.Kind != "equivocation" || v.Peer != peer || "/evidence/"+v.ID != href || v.Penalty == nil {
+	if v.Kind != "invalid_content" || v.Peer != peer || "/evidence/"+v.ID != href || v.Penalty == nil {
 		t.Fatalf("the slash links to %s, which says %+v", href, v)
 	}
 	var slashes []Slash
