@@ -127,17 +127,37 @@ func (j *joiner) wantHead(ctx context.Context, led *incentives.State, wait time.
 }
 
 // askable are the peers a catch-up asks: those of the records topic and the connected
-// voters of led, voters first, at most joinPeers.
+// voters of led (askOrder).
 func (j *joiner) askable(led *incentives.State) []peer.ID {
-	topic := j.n.host.TopicPeers(p2p.KindRecords)
+	return askOrder(j.n.host.ID(), j.n.host.TopicPeers(p2p.KindRecords), j.n.host.ConnectedPeers(), led)
+}
+
+// askOrder orders the peers of the records topic and the connected voters of led (never
+// self) by voting power, most first, and keeps joinPeers of them, or more while the voters
+// kept carry at most three quarters of led's voting power: a head or a record is taken
+// only when the peers that answered carry more than half of it, so with many voters of
+// equal power a fixed number of peers would never be enough, and the margin lets some
+// not answer. Peers without power beyond the first joinPeers add nothing and are not
+// kept; at most joinMaxPeers are.
+func askOrder(self peer.ID, topic, connected []peer.ID, led *incentives.State) []peer.ID {
 	var out []peer.ID
-	for _, p := range append(topic, j.n.host.ConnectedPeers()...) {
-		if p != j.n.host.ID() && !slices.Contains(out, p) && (led.Power(p.String()) > 0 || slices.Contains(topic, p)) {
+	for _, p := range append(slices.Clone(topic), connected...) {
+		if p != self && !slices.Contains(out, p) && (led.Power(p.String()) > 0 || slices.Contains(topic, p)) {
 			out = append(out, p)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b peer.ID) int { return cmp.Compare(led.Power(b.String()), led.Power(a.String())) })
-	return out[:min(len(out), joinPeers)]
+	var w uint64
+	n := 0
+	for n < len(out) && n < joinMaxPeers {
+		pw := led.Power(out[n].String())
+		if n >= joinPeers && (pw == 0 || 4*w > 3*led.TotalPower()) {
+			break
+		}
+		w += pw
+		n++
+	}
+	return out[:n]
 }
 
 // connectVoters dials the voters of led this node is not connected to, with the addresses
@@ -164,7 +184,7 @@ func (j *joiner) connectVoters(ctx context.Context, led *incentives.State) {
 		}
 	}
 	var wg sync.WaitGroup
-	for _, ai := range cands[:min(len(cands), joinPeers)] {
+	for _, ai := range cands[:min(len(cands), joinMaxPeers)] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -23,6 +23,7 @@ import (
 const (
 	joinPoll     = 500 * time.Millisecond // between asks for the peers' heads
 	joinPeers    = 16                     // peers asked for heads, records and shards
+	joinMaxPeers = 256                    // at most, when joinPeers carry too little voting power (askOrder)
 	joinParallel = 8                      // requests in flight
 	joinRetry    = 5 * time.Second        // after a join that failed
 	// joinWait is how long a node that is not a genesis peer looks for peers past genesis

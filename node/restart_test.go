@@ -432,3 +432,59 @@ func TestCatchUpHeadNeedsAMajorityOfTheVotingPower(t *testing.T) {
 		t.Fatalf("the record of three of four staked peers: %v %v", signers, err)
 	}
 }
+
+// TestAskOrderReachesAMajorityOfManyEqualVoters: with 40 voters of equal power, the peers a
+// catch-up asks carry more than three quarters of the power (a fixed 16 carried 40%, so a
+// head or a record could never be taken); with 4 voters and many powerless topic peers it
+// stays at joinPeers, voters first; never itself.
+func TestAskOrderReachesAMajorityOfManyEqualVoters(t *testing.T) {
+	ids := make([]peer.ID, 60)
+	for i := range ids {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], _ = peer.IDFromPrivateKey(k)
+	}
+	ledger := func(voters []peer.ID) *incentives.State {
+		var g incentives.Genesis
+		for _, id := range voters {
+			g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: 1000})
+		}
+		led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return led
+	}
+	power := func(led *incentives.State, ps []peer.ID) uint64 {
+		var w uint64
+		for _, p := range ps {
+			w += led.Power(p.String())
+		}
+		return w
+	}
+	self := ids[0]
+	led := ledger(ids[:41]) // self and 40 others
+	got := askOrder(self, ids[41:], ids, led)
+	if slices.Contains(got, self) {
+		t.Fatal("askOrder asks the node itself")
+	}
+	if w := power(led, got); 4*w <= 3*(led.TotalPower()-led.Power(self.String())) {
+		t.Fatalf("%d peers asked carry %d of %d voting power", len(got), w, led.TotalPower())
+	}
+	if 2*power(led, got[:joinPeers]) > led.TotalPower() {
+		t.Fatal("the test needs voters whose first joinPeers carry no majority")
+	}
+
+	led = ledger(ids[1:5])
+	got = askOrder(self, ids[5:], ids[1:5], led)
+	if len(got) != joinPeers {
+		t.Fatalf("%d peers asked, want joinPeers (%d)", len(got), joinPeers)
+	}
+	for i, p := range got[:4] {
+		if led.Power(p.String()) == 0 {
+			t.Fatalf("peer %d asked has no power: voters come first", i)
+		}
+	}
+}

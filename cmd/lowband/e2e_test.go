@@ -165,12 +165,34 @@ func startNode(t *testing.T, home string, args ...string) *exec.Cmd {
 		cmd.Process.Kill()
 		cmd.Wait()
 		logf.Close()
+		keepLogs(t, home)
 	})
 	waitFor(t, 30*time.Second, "node API", func() bool {
 		var st struct{}
 		return apiGet(context.Background(), configs.Home{Dir: home}, "/status", &st) == nil
 	})
 	return cmd
+}
+
+// keepLogs copies a failed test's node logs (node.log and the logs of earlier runs of the
+// node) into the directory LOWBAND_TEST_KEEP names, when it is set, since the homes are
+// temporary directories the test removes.
+func keepLogs(t *testing.T, home string) {
+	dir := os.Getenv("LOWBAND_TEST_KEEP")
+	if dir == "" || !t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(home, "node.log*"))
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		name := strings.ReplaceAll(t.Name(), "/", "_") + "-" + filepath.Base(home) + "-" + filepath.Base(l)
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			os.WriteFile(filepath.Join(dir, name), data, 0o644)
+		}
+	}
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
