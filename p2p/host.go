@@ -39,8 +39,9 @@ type Host struct {
 	traced   *gossipTracer // gossipsub's own counters, from its trace events
 	scores   scoreBoard    // gossipsub's latest score of each connected peer
 
-	failedRounds atomic.Int64 // bootstrap rounds in which no peer answered
-	dhtServed    atomic.Int64 // DHT requests this host answered
+	failedRounds atomic.Int64  // bootstrap rounds in which no peer answered
+	dhtServed    atomic.Int64  // DHT requests this host answered
+	staleClosed  atomic.Uint64 // connections closed by watchStaleConns
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -126,6 +127,7 @@ func (h *Host) start() error {
 		return err
 	}
 	h.serveTime()
+	h.watchStaleConns()
 	h.wg.Add(4)
 	go h.refreshLoop()
 	go h.bootstrapLoop()

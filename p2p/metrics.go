@@ -81,10 +81,11 @@ func (m *metrics) published(kind string) { m.pub.WithLabelValues(kind).Inc() }
 func (m *metrics) received(kind string)  { m.recv.WithLabelValues(kind).Inc() }
 
 // hostCollector exports the host's connected peers, its DHT routing table size and its
-// wire bytes (every protocol, as Bandwidth counts them), read when scraped.
+// wire bytes (every protocol, as Bandwidth counts them) and its reconnections after a
+// peer's dead connection (reconnect.go), read when scraped.
 type hostCollector struct {
-	h                       *Host
-	peers, table, sent, rcv *prometheus.Desc
+	h                              *Host
+	peers, table, sent, rcv, stale *prometheus.Desc
 }
 
 func newHostCollector(h *Host) *hostCollector {
@@ -97,6 +98,7 @@ func newHostCollector(h *Host) *hostCollector {
 		table: desc("routing_table_peers", "Peers in this host's DHT routing table."),
 		sent:  desc("wire_sent_bytes_total", "Bytes this host sent on every protocol and connection."),
 		rcv:   desc("wire_received_bytes_total", "Bytes this host received on every protocol and connection."),
+		stale: desc("stale_reconnects_total", "Reconnections to a peer that connected again while its older connection no longer answered (a restarted process)."),
 	}
 }
 
@@ -105,6 +107,7 @@ func (c *hostCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.table
 	ch <- c.sent
 	ch <- c.rcv
+	ch <- c.stale
 }
 
 func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
@@ -113,4 +116,5 @@ func (c *hostCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.table, prometheus.GaugeValue, float64(c.h.RoutingTableSize()))
 	ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(sent))
 	ch <- prometheus.MustNewConstMetric(c.rcv, prometheus.CounterValue, float64(rcv))
+	ch <- prometheus.MustNewConstMetric(c.stale, prometheus.CounterValue, float64(c.h.StaleConnsClosed()))
 }

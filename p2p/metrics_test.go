@@ -35,6 +35,9 @@ func TestHostExportsPeersTableAndWireBytes(t *testing.T) {
 		}
 		out := map[string]float64{}
 		for _, mf := range mfs {
+			if _, ok := out[mf.GetName()]; !ok {
+				out[mf.GetName()] = 0
+			}
 			for _, m := range mf.GetMetric() {
 				out[mf.GetName()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
@@ -55,5 +58,8 @@ func TestHostExportsPeersTableAndWireBytes(t *testing.T) {
 			t.Errorf("%s = %v", n, got[n])
 		}
 		t.Fatal(err)
+	}
+	if _, ok := values()["lowband_p2p_stale_reconnects_total"]; !ok {
+		t.Error("lowband_p2p_stale_reconnects_total is not exported")
 	}
 }

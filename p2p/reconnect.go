@@ -1,0 +1,109 @@
+package p2p
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	msmux "github.com/multiformats/go-multistream"
+)
+
+// A peer whose process died without closing its connections (kill -9, a crash, a power
+// cut) and that connects again leaves this host holding its old connection: over TCP the
+// peer's kernel closes it, but a QUIC connection stays open until its idle timeout (30 s
+// in go-libp2p). The swarm picks the connection with the most streams for every new
+// stream, and gossipsub keeps writing to the stream it had, so until then the peer hears
+// no gossip and no fetch reaches it: a restarted node closes its first rounds alone.
+//
+// So when a peer connects while this host holds other connections to it, the host asks
+// for the time (the time protocol answers at once) over each older connection. When one
+// does not answer within staleProbeTimeout, the host closes every connection to the peer
+// and dials it again at once: closing only the dead one would leave gossipsub, which
+// forgets a peer's subscriptions when the connection under its stream closes, not
+// knowing the peer is subscribed until the peer changes its subscriptions. A fresh
+// connection gives both sides' gossipsub a fresh start. A live connection that is only
+// slow costs a reconnection.
+const (
+	staleProbeTimeout = 2 * time.Second
+	reconnectTimeout  = 10 * time.Second
+)
+
+// staleConns is the network notifiee that probes a reconnecting peer's older
+// connections.
+type staleConns struct {
+	h       *Host
+	mu      sync.Mutex
+	probing map[network.Conn]bool
+}
+
+func (h *Host) watchStaleConns() {
+	h.h.Network().Notify(&staleConns{h: h, probing: map[network.Conn]bool{}})
+}
+
+func (s *staleConns) Connected(n network.Network, c network.Conn) {
+	for _, old := range n.ConnsToPeer(c.RemotePeer()) {
+		if old == c || old.IsClosed() || old.Stat().Opened.After(c.Stat().Opened) {
+			continue
+		}
+		s.mu.Lock()
+		busy := s.probing[old]
+		s.probing[old] = true
+		s.mu.Unlock()
+		if busy {
+			continue
+		}
+		go func() { // bounded by staleProbeTimeout and reconnectTimeout
+			defer func() { s.mu.Lock(); delete(s.probing, old); s.mu.Unlock() }()
+			ctx, cancel := context.WithTimeout(s.h.ctx, staleProbeTimeout)
+			defer cancel()
+			err := s.h.probeConn(ctx, old)
+			if err == nil || s.h.ctx.Err() != nil {
+				return
+			}
+			p := old.RemotePeer()
+			s.h.log.Debug("a peer that connected again left a dead connection: reconnecting", "peer", p.ShortString(), "addr", old.RemoteMultiaddr(), "err", err)
+			s.h.staleClosed.Add(1)
+			_ = n.ClosePeer(p)
+			dctx, cancel := context.WithTimeout(s.h.ctx, reconnectTimeout)
+			defer cancel()
+			if err := s.h.Connect(dctx, peer.AddrInfo{ID: p}); err != nil {
+				s.h.log.Debug("reconnecting to a peer after closing its dead connection", "peer", p.ShortString(), "err", err)
+			}
+		}()
+	}
+}
+
+func (s *staleConns) Disconnected(network.Network, network.Conn) {}
+func (s *staleConns) Listen(network.Network, ma.Multiaddr)       {}
+func (s *staleConns) ListenClose(network.Network, ma.Multiaddr)  {}
+
+// probeConn asks the peer for its time over connection c itself, not the one the swarm
+// would choose.
+func (h *Host) probeConn(ctx context.Context, c network.Conn) error {
+	st, err := c.NewStream(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Reset() }()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(dl)
+	}
+	proto := TimeProtocol(h.cfg.Network)
+	if err := msmux.SelectProtoOrFail(proto, st); err != nil {
+		return err
+	}
+	_ = st.SetProtocol(proto)
+	b, err := readCapped(st, TimeSize)
+	if err != nil {
+		return err
+	}
+	_, err = DecodeTime(b)
+	return err
+}
+
+// StaleConnsClosed is how many times the host found a dead connection of a peer that
+// connected again, and reconnected to it.
+func (h *Host) StaleConnsClosed() uint64 { return h.staleClosed.Load() }
