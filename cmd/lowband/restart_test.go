@@ -164,7 +164,8 @@ func storedRoots(t *testing.T, home string) (map[uint64]string, uint64) {
 // state root it logged (nothing committed is lost), the node resumes at the store's head
 // (replaying the stored rounds checks each root), and within 2 rounds of its restart it
 // holds the canonical root: from the second round the others close after it was started
-// again, its root of each round is the one most of the other nodes hold.
+// again, its root of each round, once the round's repairs are done, is the one most of
+// the other nodes hold.
 func TestKillNineMidRoundResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a process testnet")
@@ -236,14 +237,18 @@ func roundRoots(home string) (map[uint64]string, uint64) {
 	return out, st.Training.NextRound
 }
 
-// canonicalAfter waits until the victim and the others have closed round from+3 (a repair
-// follows within a round of the records, so rounds up to from+2 are settled), then checks
-// that the victim's state root of each round from..from+2 it reports is the root more
-// than half of the others report for it, and that it reports at least one of them (the
-// rounds a catch-up replayed are committed, not closed in the loop, and are not listed).
-// It returns how many rounds it compared.
+// canonicalAfter waits until the victim and the others have closed round from+3, then
+// until the victim's state root of each round from..from+2 it reports is the root more
+// than half of the others report for it, for at most settle: rounds here close in
+// milliseconds, faster than records cross and a repair is fetched, so the roots of a
+// round are compared once its repairs are done, not at its close (a node that repairs
+// rewrites the round's root in /status). It fails when the victim reports none of those
+// rounds (the rounds a catch-up replayed are committed, not closed in the loop, and are
+// not listed), or when they do not agree within settle, naming the first round that
+// differs. It returns how many rounds it compared.
 func canonicalAfter(t *testing.T, victim string, others []string, from uint64) int {
 	t.Helper()
+	const settle = 30 * time.Second
 	all := append([]string{victim}, others...)
 	waitFor(t, 60*time.Second, fmt.Sprintf("every node to close round %d", from+3), func() bool {
 		for _, h := range all {
@@ -253,6 +258,28 @@ func canonicalAfter(t *testing.T, victim string, others []string, from uint64) i
 		}
 		return true
 	})
+	var compared int
+	var differs string
+	deadline := time.Now().Add(settle)
+	for {
+		compared, differs = compareRoots(victim, others, from)
+		if compared == 0 {
+			t.Fatalf("the restarted node reports none of rounds %d-%d", from, from+2)
+		}
+		if differs == "" {
+			return compared
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not settled in %v: %s", settle, differs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// compareRoots compares the victim's state root of rounds from..from+2 with the root most
+// of the others report: how many rounds it compared, and the first that differs ("" if
+// none).
+func compareRoots(victim string, others []string, from uint64) (int, string) {
 	mine, _ := roundRoots(victim)
 	votes := map[uint64]map[string]int{}
 	for _, h := range others {
@@ -272,11 +299,8 @@ func canonicalAfter(t *testing.T, victim string, others []string, from uint64) i
 		}
 		compared++
 		if 2*votes[r][root] <= len(others) {
-			t.Fatalf("round %d: the restarted node holds %s; the others hold %v", r, root, votes[r])
+			return compared, fmt.Sprintf("round %d: the restarted node holds %s; the others hold %v", r, root, votes[r])
 		}
 	}
-	if compared == 0 {
-		t.Fatalf("the restarted node reports none of rounds %d-%d (it reports %d rounds)", from, from+2, len(mine))
-	}
-	return compared
+	return compared, ""
 }
