@@ -15,7 +15,6 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
 	"github.com/lowband/lowband/node/store"
-	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/training/round"
 )
 
@@ -57,9 +56,11 @@ type joiner struct {
 	peers []peer.ID // asked, in turn
 	bytes atomic.Int64
 	got   *joined // what a catch-up's jump stored
-	// trust, when set (a catch-up: the node's own committed ledger), must also give the
-	// signers of a synced checkpoint's record more than half of its voting power: a
-	// checkpoint's own ledger, which its signers chose, cannot vouch for them alone.
+	// trust (a catch-up: the node's own committed ledger; a join: the genesis ledger)
+	// must also give the signers of a synced checkpoint's record more than half of its
+	// voting power: a checkpoint's own ledger, which its signers chose, cannot vouch for
+	// them alone. Stake is never added after genesis (only slashed), so the genesis
+	// stakers holding most of it are the only ones who can vouch for a joiner's head.
 	trust *incentives.State
 }
 
@@ -124,18 +125,6 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	}
 	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
 	return out
-}
-
-// headRoundOf is the highest round that at least half of the heads reach: a few peers
-// claiming a round far ahead do not move it.
-func headRoundOf(heads []peerHead) uint64 {
-	rs := make([]uint64, len(heads))
-	for i, h := range heads {
-		rs[i] = h.rec.Round
-	}
-	slices.Sort(rs)
-	slices.Reverse(rs)
-	return rs[(len(rs)+1)/2-1]
 }
 
 // headOfPower is the highest round that heads carrying more than half of led's voting
@@ -305,21 +294,28 @@ func (m memRound) Shards(r uint64) ([]store.Shard, error) {
 
 var _ roundSource = memRound{}
 
-// wantRounds asks the peers of the records topic for their heads until some answer, and
-// returns the highest round at least half of them reach; false once enough says the
-// peers asked are enough to know that none has a head, or wait has passed.
+// wantRounds asks the peers of the records topic and the connected voters of the genesis
+// ledger j.trust (askOrder) for their heads, and returns the highest round that peers
+// carrying more than half of its voting power reach (headOfPower); false when none of
+// them reports a head once enough says the peers asked are enough to know that none has
+// one, or wait has passed. While some report heads without such a majority, it goes on
+// asking past wait, logging it once: identities without genesis stake, however many and
+// however their IDs sort, move nothing.
 func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bool, wait time.Duration) (uint64, bool) {
-	until := time.Now().Add(wait)
+	until, logged := time.Now().Add(wait), false
 	for ctx.Err() == nil {
-		j.peers = j.n.host.TopicPeers(p2p.KindRecords)
-		if len(j.peers) > joinPeers {
-			j.peers = j.peers[:joinPeers]
+		j.peers = j.askable(j.trust)
+		heads := j.committed(ctx, headRound)
+		if h, ok := headOfPower(heads, j.trust); ok {
+			return h, true
 		}
-		if heads := j.committed(ctx, headRound); len(heads) > 0 {
-			return headRoundOf(heads), true
-		}
-		if enough(j.peers) || time.Now().After(until) {
+		switch {
+		case len(heads) == 0 && (enough(j.peers) || time.Now().After(until)):
 			return 0, false
+		case len(heads) > 0 && time.Now().After(until) && !logged:
+			j.n.log.Warn("joining: the peers that report a head carry no majority of the genesis stake: still asking",
+				"heads", len(heads), "peers_asked", len(j.peers))
+			logged = true
 		}
 		select {
 		case <-ctx.Done():

@@ -86,6 +86,7 @@ func (n *Node) joinRun(ctx context.Context) error {
 		return n.catchUp(ctx)
 	}
 	j := n.newJoiner()
+	j.trust = n.ledger.state.Load() // genesis
 	began, wait := time.Now(), joinWait
 	var genesis []peer.ID
 	for _, st := range n.train.params.Genesis.Stakes {
