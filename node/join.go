@@ -296,26 +296,29 @@ var _ roundSource = memRound{}
 
 // wantRounds asks the peers of the records topic and the connected voters of the genesis
 // ledger j.trust (askOrder) for their heads, and returns the highest round that peers
-// carrying more than half of its voting power reach (headOfPower); false when none of
-// them reports a head once enough says the peers asked are enough to know that none has
-// one, or wait has passed. While some report heads without such a majority, it goes on
-// asking past wait, logging it once: identities without genesis stake, however many and
-// however their IDs sort, move nothing.
+// carrying more than half of its voting power reach (headOfPower): identities without
+// genesis stake, however many and however their IDs sort, move nothing. It returns false
+// (start at genesis) when no such majority has a head once wait has passed, or at once
+// when no peer has one and enough says the peers asked are enough to know it: heads of a
+// minority (nodes that started early and closed rounds alone) are no canonical history,
+// and a majority starting at genesis outvotes them, so they repair onto its rounds.
 func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bool, wait time.Duration) (uint64, bool) {
-	until, logged := time.Now().Add(wait), false
+	until := time.Now().Add(wait)
 	for ctx.Err() == nil {
 		j.peers = j.askable(j.trust)
 		heads := j.committed(ctx, headRound)
 		if h, ok := headOfPower(heads, j.trust); ok {
 			return h, true
 		}
-		switch {
-		case len(heads) == 0 && (enough(j.peers) || time.Now().After(until)):
+		if len(heads) == 0 && enough(j.peers) {
 			return 0, false
-		case len(heads) > 0 && time.Now().After(until) && !logged:
-			j.n.log.Warn("joining: the peers that report a head carry no majority of the genesis stake: still asking",
-				"heads", len(heads), "peers_asked", len(j.peers))
-			logged = true
+		}
+		if time.Now().After(until) {
+			if len(heads) > 0 {
+				j.n.log.Warn("joining: the peers that report a head carry no majority of the genesis stake: starting at genesis",
+					"heads", len(heads), "peers_asked", len(j.peers))
+			}
+			return 0, false
 		}
 		select {
 		case <-ctx.Done():
