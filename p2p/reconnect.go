@@ -2,6 +2,8 @@ package p2p
 
 import (
 	"context"
+	"errors"
+	"net"
 	"sync"
 	"time"
 
@@ -20,12 +22,11 @@ import (
 //
 // So when a peer connects while this host holds other connections to it, the host asks
 // for the time (the time protocol answers at once) over each older connection. When one
-// does not answer within staleProbeTimeout, the host closes every connection to the peer
-// and dials it again at once: closing only the dead one would leave gossipsub, which
-// forgets a peer's subscriptions when the connection under its stream closes, not
-// knowing the peer is subscribed until the peer changes its subscriptions. A fresh
-// connection gives both sides' gossipsub a fresh start. A live connection that is only
-// slow costs a reconnection.
+// stays open and silent for staleProbeTimeout while the new one answers (staleConn), the
+// host closes every connection to the peer and dials it again at once: closing only the
+// dead one would leave gossipsub, which forgets a peer's subscriptions when the
+// connection under its stream closes, not knowing the peer is subscribed until the peer
+// changes its subscriptions. A fresh connection gives both sides' gossipsub a fresh start.
 const (
 	staleProbeTimeout = 2 * time.Second
 	reconnectTimeout  = 10 * time.Second
@@ -55,16 +56,13 @@ func (s *staleConns) Connected(n network.Network, c network.Conn) {
 		if busy {
 			continue
 		}
-		go func() { // bounded by staleProbeTimeout and reconnectTimeout
+		go func() { // bounded by twice staleProbeTimeout and reconnectTimeout
 			defer func() { s.mu.Lock(); delete(s.probing, old); s.mu.Unlock() }()
-			ctx, cancel := context.WithTimeout(s.h.ctx, staleProbeTimeout)
-			defer cancel()
-			err := s.h.probeConn(ctx, old)
-			if err == nil || s.h.ctx.Err() != nil {
+			if !s.h.staleConn(old, c) {
 				return
 			}
 			p := old.RemotePeer()
-			s.h.log.Debug("a peer that connected again left a dead connection: reconnecting", "peer", p.ShortString(), "addr", old.RemoteMultiaddr(), "err", err)
+			s.h.log.Debug("a peer that connected again left a dead connection: reconnecting", "peer", p.ShortString(), "addr", old.RemoteMultiaddr())
 			s.h.staleClosed.Add(1)
 			_ = n.ClosePeer(p)
 			dctx, cancel := context.WithTimeout(s.h.ctx, reconnectTimeout)
@@ -79,6 +77,29 @@ func (s *staleConns) Connected(n network.Network, c network.Conn) {
 func (s *staleConns) Disconnected(network.Network, network.Conn) {}
 func (s *staleConns) Listen(network.Network, ma.Multiaddr)       {}
 func (s *staleConns) ListenClose(network.Network, ma.Multiaddr)  {}
+
+// staleConn reports whether old, an older connection of the peer of c, is dead while c
+// is alive: old stays open and does not answer within staleProbeTimeout, and c answers.
+// A probe that fails otherwise (a reset, a close: the swarm or the peer is closing a
+// duplicate connection, which is no sign of a dead process) or a host too loaded to
+// answer on either connection changes nothing.
+func (h *Host) staleConn(old, c network.Conn) bool {
+	ctx, cancel := context.WithTimeout(h.ctx, staleProbeTimeout)
+	defer cancel()
+	if err := h.probeConn(ctx, old); !timedOut(err) || old.IsClosed() {
+		return false
+	}
+	ctx, cancel = context.WithTimeout(h.ctx, staleProbeTimeout)
+	defer cancel()
+	return !c.IsClosed() && h.probeConn(ctx, c) == nil
+}
+
+// timedOut reports whether err is a deadline's: the stream's (a net.Error that timed out,
+// as each transport reports it) or the context's.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
 
 // probeConn asks the peer for its time over connection c itself, not the one the swarm
 // would choose.
