@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/lowband/lowband/configs"
@@ -17,6 +19,21 @@ import (
 type running struct {
 	n    *node.Node
 	done chan error
+}
+
+// swarmLogger is a node's logger: nowhere, or with LOWBAND_BENCH_LOG_DIR set, a file
+// there named after the node's home (debug level), for finding out why a run went wrong.
+// The file is left open until the process ends.
+func swarmLogger(home string) *slog.Logger {
+	dir := os.Getenv("LOWBAND_BENCH_LOG_DIR")
+	if dir == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	f, err := os.Create(filepath.Join(dir, filepath.Base(home)+".log"))
+	if err != nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // startSwarm starts the bootstrap node, then the training nodes pointed at it, each
@@ -34,7 +51,7 @@ func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes
 		return errors.Join(errs...)
 	}
 	start := func(o node.Options) (*node.Node, error) {
-		o.Spec, o.Logger, o.P2P = spec, slog.New(slog.DiscardHandler), link
+		o.Spec, o.Logger, o.P2P = spec, swarmLogger(o.Home.Dir), link
 		n, err := node.New(ctx, o)
 		if err != nil {
 			return nil, err
