@@ -22,7 +22,8 @@ import (
 const (
 	joinPoll     = 500 * time.Millisecond // between asks for the peers' heads
 	joinPeers    = 16                     // peers asked for heads, records and shards
-	joinMaxPeers = 256                    // at most, when joinPeers carry too little voting power (askOrder)
+	joinMaxPeers = 1024                   // at most, when joinPeers carry too little voting power (askOrder)
+	joinAskWait  = 20 * time.Second       // for the answers of one ask of many peers (askAll)
 	joinParallel = 8                      // requests in flight
 	joinRetry    = 5 * time.Second        // after a join that failed
 	// joinWait is how long a node that is not a genesis peer looks for peers past genesis
@@ -82,6 +83,8 @@ type peerHead struct {
 
 // askAll asks every peer for r, joinParallel at a time, and returns the answers that came.
 func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) map[peer.ID][]byte {
+	ctx, cancel := context.WithTimeout(ctx, joinAskWait) // peers that stall hold up no more than this
+	defer cancel()
 	out := map[peer.ID][]byte{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -148,24 +151,23 @@ func headOfPower(heads []peerHead, led *incentives.State) (uint64, bool) {
 }
 
 // majority is round r's record that a majority of the voting power by led committed, and
-// its signers; with led nil (the round before a checkpoint, whose ledger comes with the
-// checkpoint), the record most signers committed, whose power the caller checks.
+// its signers.
 func (j *joiner) majority(ctx context.Context, r uint64, led *incentives.State) (*incentives.Record, []peer.ID, error) {
 	return majorityOf(j.committed(ctx, r), led, r)
 }
 
-// majorityOf is majority over the committed records of round r that peers sent.
+// majorityOf is majority over the committed records of round r that peers sent. There is
+// no majority without a ledger to weigh by.
 func majorityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives.Record, []peer.ID, error) {
+	if led == nil {
+		return nil, nil, fmt.Errorf("round %d: no ledger to weigh the records by: %w", r, errNoMajority)
+	}
 	groups := map[string][]peerHead{}
 	weight := map[string]uint64{}
 	for _, h := range heads {
 		k := string(h.rec.Marshal())
 		groups[k] = append(groups[k], h)
-		if led == nil {
-			weight[k]++
-		} else {
-			weight[k] += led.Power(h.from.String())
-		}
+		weight[k] += led.Power(h.from.String())
 	}
 	best := ""
 	for k := range groups {
@@ -173,7 +175,7 @@ func majorityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives.
 			best = k
 		}
 	}
-	if best == "" || (led != nil && 2*weight[best] <= led.TotalPower()) {
+	if best == "" || 2*weight[best] <= led.TotalPower() {
 		return nil, nil, fmt.Errorf("round %d: %w", r, errNoMajority)
 	}
 	signers := make([]peer.ID, len(groups[best]))
@@ -299,7 +301,7 @@ var _ roundSource = memRound{}
 // carrying more than half of its voting power reach (headOfPower): identities without
 // genesis stake, however many and however their IDs sort, move nothing. It returns false
 // (start at genesis) when no such majority has a head once wait has passed, or at once
-// when no peer has one and enough says the peers asked are enough to know it: heads of a
+// when no staked peer has one and enough says the peers asked are enough to know it: heads of a
 // minority (nodes that started early and closed rounds alone) are no canonical history,
 // and a majority starting at genesis outvotes them, so they repair onto its rounds.
 func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bool, wait time.Duration) (uint64, bool) {
@@ -310,6 +312,7 @@ func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bo
 		if h, ok := headOfPower(heads, j.trust); ok {
 			return h, true
 		}
+		heads = slices.DeleteFunc(heads, func(h peerHead) bool { return j.trust.Power(h.from.String()) == 0 })
 		if len(heads) == 0 && enough(j.peers) {
 			return 0, false
 		}

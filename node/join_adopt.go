@@ -114,6 +114,14 @@ func (n *Node) joinRun(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if (err == nil || errors.Is(err, errNoMajority)) && time.Since(began) > wait {
+			// Heads of a majority, but no history a majority signed to join: peers on
+			// lineages of their own (a minority that started early, one that started at
+			// genesis after it), or a staker serving a head of its own. Waiting cannot
+			// change that; a majority starting at genesis can.
+			n.log.Warn("joining: no record the genesis stake's majority signed leads to the peers' head: starting at genesis", "head", h, "err", err)
+			return nil
+		}
 		n.log.Warn("joining the run failed: trying again", "head", h, "err", err)
 		j.rep.snaps = nil
 		select {

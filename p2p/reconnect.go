@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -67,7 +68,9 @@ func (s *staleConns) Connected(n network.Network, c network.Conn) {
 			_ = n.ClosePeer(p)
 			dctx, cancel := context.WithTimeout(s.h.ctx, reconnectTimeout)
 			defer cancel()
-			if err := s.h.Connect(dctx, peer.AddrInfo{ID: p}); err != nil {
+			// Not Host.Connect: its direct-dial flag drops relay addresses, and a peer
+			// behind NAT may be reachable through a relay only.
+			if err := s.h.h.Connect(dctx, peer.AddrInfo{ID: p}); err != nil {
 				s.h.log.Debug("reconnecting to a peer after closing its dead connection", "peer", p.ShortString(), "err", err)
 			}
 		}()
@@ -112,6 +115,18 @@ func (h *Host) probeConn(ctx context.Context, c network.Conn) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
 	}
+	// Some transports ignore deadlines (go-libp2p's mocknet): the context's end resets
+	// the stream, and the probe then fails with the context's error.
+	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
+	defer stop()
+	if err := probeTime(h, st); err != nil {
+		return cmp.Or(ctx.Err(), err)
+	}
+	return nil
+}
+
+// probeTime negotiates the time protocol on st and reads the peer's time.
+func probeTime(h *Host, st network.Stream) error {
 	proto := TimeProtocol(h.cfg.Network)
 	if err := msmux.SelectProtoOrFail(proto, st); err != nil {
 		return err
