@@ -49,6 +49,8 @@ type loopDeps struct {
 	// topic). The first local work waits for it, at most startWait, so that round 0 starts
 	// together (nil: start at once).
 	ready func() bool
+	// absent names the genesis peers missing, for the log; nil: not known.
+	absent func() []string
 }
 
 // loop is the node's round loop: the only goroutine that touches the core. It selects on
@@ -193,7 +195,11 @@ func (l *loop) waitForPeers(ctx context.Context, t ticker) {
 			l.prog.evaluated(e)
 		case now := <-t.C():
 			if !now.Before(until) {
-				l.log.Info("starting without every genesis peer")
+				var absent []string
+				if l.deps.absent != nil {
+					absent = l.deps.absent()
+				}
+				l.log.Info("starting without every genesis peer", "absent", absent)
 				return
 			}
 		}

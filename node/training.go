@@ -157,7 +157,8 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		repair:  func(rp *core.Repair) error { return n.repairRounds(rp, key) },
 		publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
-		ready: func() bool { return n.genesisPresent(p.Genesis, id) },
+		ready:  func() bool { return n.genesisPresent(p.Genesis, id) },
+		absent: func() []string { return n.genesisAbsent(p.Genesis, id) },
 	}
 	g := gauges{
 		bandwidth: func() (int64, int64) { return n.host.Bandwidth() },
@@ -180,14 +181,22 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 
 // genesisPresent reports whether every genesis peer but self is on the shards topic.
 func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
-	present := n.host.TopicPeers(p2p.KindShards)
+	return len(n.genesisAbsent(g, self)) == 0
+}
+
+// genesisAbsent lists the genesis peers but self that are not on the shards topic, each
+// with whether this node is connected to it (gossipsub can miss a connected peer's
+// subscription).
+func (n *Node) genesisAbsent(g incentives.Genesis, self peer.ID) []string {
+	present, connected := n.host.TopicPeers(p2p.KindShards), n.host.ConnectedPeers()
+	var out []string
 	for _, st := range g.Stakes {
 		id, err := peer.Decode(st.Peer)
 		if err == nil && id != self && !slices.Contains(present, id) {
-			return false
+			out = append(out, fmt.Sprintf("%s(connected=%v)", id.ShortString(), slices.Contains(connected, id)))
 		}
 	}
-	return true
+	return out
 }
 
 // serveFetch answers the fetch protocol from the bundle registry and the content store.
