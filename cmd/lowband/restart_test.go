@@ -218,7 +218,14 @@ func TestKillNineMidRoundResumes(t *testing.T) {
 		// other nodes hold, from the second round they close after its restart on.
 		from := restarted + 1
 		n := canonicalAfter(t, homes[victim], others, from)
-		t.Logf("kill %d: head %d, %d rounds logged, resumed while the others were at round %d; canonical in %d rounds from %d", kill+1, head, len(logged), restarted, n, from)
+		var st node.Status
+		apiGet(context.Background(), configs.Home{Dir: homes[victim]}, "/status", &st)
+		resyncs, repairs := -1, -1
+		if st.Agreement != nil {
+			resyncs, repairs = st.Agreement.Resyncs, st.Agreement.Repairs
+		}
+		t.Logf("kill %d: head %d, %d rounds logged, resumed while the others were at round %d; canonical in %d rounds from %d (repairs %d, resyncs %d since the restart)",
+			kill+1, head, len(logged), restarted, n, from, repairs, resyncs)
 	}
 	head := nextRound(homes[victim])
 	waitFor(t, 90*time.Second, "a round closed after the last restart", func() bool { return nextRound(homes[victim]) > head })

@@ -38,7 +38,7 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 	if c.own[r] == nil { // no work of its own for r: what it waits for is the others' stake
 		total -= min(total, c.ledger.Power(c.cfg.Self))
 	}
-	if !c.deadline.Closable(now, start, received, total, total > 0 && received == total) {
+	if !c.deadline.Closable(now, start, received, total, total > 0 && received == total) || c.aheadOfRecords(now, start, r) {
 		if !ri.fetched {
 			ri.fetched = true
 			rd.Fetch = c.wants(r)
@@ -46,6 +46,27 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 		return rd, nil
 	}
 	return c.close(now, r, rd)
+}
+
+// aheadOfRecords reports whether round r must wait for the records of round r-Depth: the
+// oldest round its close leaves in the repair window has no records yet that carry more
+// than half of the voting power, and the deadline's maximum has not passed since r could
+// close. A node that closes rounds faster than its peers' records reach it (restarted
+// behind peers whose shards it holds, or whose gossip to it lags) would otherwise push a
+// round it closed differently out of its window before their records arrive, and stay
+// on a lineage of its own; the records of a round normally come within a round of it.
+// With no majority online, rounds close at the maximum, as they would anyway.
+func (c *Core) aheadOfRecords(now, start time.Time, r uint64) bool {
+	if r < c.cfg.Depth || now.Sub(start) >= c.deadline.Config().Max {
+		return false
+	}
+	u := r - c.cfg.Depth
+	cr := c.agree.closed[u]
+	if cr == nil {
+		return false // closed before this Core started
+	}
+	t := c.tallyOf(u, cr.ledger) // decide's quorum, without the list: this runs on every event while r waits
+	return t.total == 0 || t.total <= cr.ledger.TotalPower()-t.total
 }
 
 // stake returns the voting power of the contributors complete for round r (this node's own
