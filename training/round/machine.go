@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
@@ -56,8 +55,7 @@ func New(cfg Config, st State) (*Machine, error) {
 
 // params returns a copy of θ as tensors.
 func (m *Machine) params() []training.Tensor {
-	ts, _ := training.Unflatten(m.theta, m.like) // sizes match by construction
-	return ts
+	return m.tensors(m.theta)
 }
 
 // State returns what a restart needs: the first open round, θ and the outer momentum.
@@ -76,8 +74,7 @@ func (m *Machine) Start() (Start, error) {
 	}
 	m.started = true
 	m.base = m.startPoint()
-	ps, _ := training.Unflatten(m.base, m.like) // sizes match by construction
-	return Start{Round: m.nextLocal, Params: ps}, nil
+	return Start{Round: m.nextLocal, Params: m.tensors(m.base)}, nil
 }
 
 // maybeStart starts the next local work when the delay allows it.
@@ -96,13 +93,21 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 	if !m.started || r != m.nextLocal {
 		return Ready{}, fmt.Errorf("%w: local work done for round %d, expected %d", ErrOrder, r, m.nextLocal)
 	}
-	start, _ := training.Unflatten(m.base, m.like)
-	delta, err := training.PseudoGradient(start, local)
-	if err != nil {
-		return Ready{}, fmt.Errorf("round: local parameters: %w", err)
+	if err := m.fits(State{Params: local}); err != nil {
+		return Ready{}, fmt.Errorf("round: local parameters: %w: %w", training.ErrShape, err)
 	}
-	ts := make([]compress.Tensor, len(delta))
-	for i, t := range delta {
+	// The pseudo-gradient, start minus local, as one vector; the encoder reads it through
+	// views and the eager start keeps it.
+	delta := make([]float64, m.size)
+	off := 0
+	for _, t := range local {
+		for j, v := range t.Data {
+			delta[off+j] = m.base[off+j] - v
+		}
+		off += len(t.Data)
+	}
+	ts := make([]compress.Tensor, len(m.like))
+	for i, t := range m.views(delta) {
 		ts[i] = compress.Tensor(t)
 	}
 	m.begin(PhaseEncode)
@@ -218,24 +223,6 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
 	m.maybeStart(&rd)
 	return rd, nil
-}
-
-// vecPool recycles the decoded contribution vectors between closes (of this machine or of
-// other machines in the same process), which saves allocating and zeroing a parameter
-// vector per contribution. Vectors of another length are dropped.
-var vecPool sync.Pool
-
-func getVec(n int) []float64 {
-	if v, ok := vecPool.Get().(*[]float64); ok && len(*v) == n {
-		return *v
-	}
-	return make([]float64, n)
-}
-
-func putVec(v []float64) {
-	if v != nil {
-		vecPool.Put(&v)
-	}
 }
 
 // CodecStats describes the last encoding of each of this node's tensors: rank, captured
