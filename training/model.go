@@ -157,6 +157,11 @@ func (m *MLP) LossGrad(b Batch) (float64, error) {
 	if err := m.check(b); err != nil {
 		return 0, err
 	}
+	for _, p := range m.params {
+		if p.Grad == nil {
+			p.Grad = make([]float64, len(p.Data))
+		}
+	}
 	n, L := b.N, len(m.layers)
 	logits := m.forward(b)
 	m.grads[L] = grow(m.grads[L], n*m.classes)

@@ -76,4 +76,3 @@ func TestMeterRejected(t *testing.T) {
 		t.Errorf("rejected %v, meter calls %v", rd.Closed.Rejected, log.calls)
 	}
 }
-
