@@ -103,7 +103,7 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if n := len(mr.Closed.Rejected); n > 0 {
 		rejected[ReasonDecode] += n
 	}
-	modelRoot := c.m.State().Root()
+	modelRoot := c.m.Root()
 	contribs := make([]incentives.Contribution, 0, len(mr.Closed.Included))
 	for _, p := range mr.Closed.Included {
 		contribs = append(contribs, incentives.Contribution{Peer: p, Shards: c.cids(r, p)})

@@ -65,6 +65,11 @@ func (m *Machine) State() State {
 	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
 }
 
+// Root is State().Root() without copying θ and the momentum.
+func (m *Machine) Root() [32]byte {
+	return State{Round: m.nextClose, Params: m.views(m.theta), Momentum: m.outer.MomentumBuffer()}.Root()
+}
+
 // Start starts the next local work and returns it. It is the first call after New; later
 // starts come out of LocalDone and Close. It fails if local work is already under way or
 // the delay requires a round to be closed first.

@@ -66,3 +66,22 @@ func TestModelRootChangesWithEveryBit(t *testing.T) {
 		t.Error("a copy of the state has another root")
 	}
 }
+
+// TestMachineRootIsTheStatesRoot: the machine hashes its state in place to the root of the
+// copy State returns, before and after a close.
+func TestMachineRootIsTheStatesRoot(t *testing.T) {
+	a := newMachine(t, testConfig("a", 0), testTheta(3))
+	if a.Root() != a.State().Root() {
+		t.Fatal("root of the initial state differs")
+	}
+	s, _ := a.Start()
+	if _, err := a.LocalDone(0, perturb(s.Params, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Close(0); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.State(); a.Root() != st.Root() || st.Momentum == nil {
+		t.Fatal("root after a close differs")
+	}
+}
