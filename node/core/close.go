@@ -94,7 +94,7 @@ type powerSum struct {
 // r again needs, and settles r at once when the records already seen for it give another
 // list.
 func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
-	pre, preLedger := c.m.State(), c.ledger
+	pre, preLedger := c.m.Snapshot(), c.ledger // kept to close r again, never modified
 	weights, rejected := c.weights(r)
 	mr, err := c.m.CloseWith(r, weights)
 	if err != nil {

@@ -65,6 +65,16 @@ func (m *Machine) State() State {
 	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
 }
 
+// Snapshot is State for a caller that keeps it and never modifies it: when nothing but the
+// last close has changed θ since, the parameters are those Closed handed out (shared, not
+// copied again).
+func (m *Machine) Snapshot() State {
+	if m.last != nil && m.last.Round == m.nextClose {
+		return *m.last
+	}
+	return m.State()
+}
+
 // Root is State().Root() without copying θ and the momentum.
 func (m *Machine) Root() [32]byte {
 	return State{Round: m.nextClose, Params: m.views(m.theta), Momentum: m.outer.MomentumBuffer()}.Root()
@@ -225,7 +235,8 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
-	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
+	m.last = &State{Round: r + 1, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
+	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.last.Params}}
 	m.maybeStart(&rd)
 	return rd, nil
 }
@@ -245,7 +256,7 @@ func (m *Machine) Reset(st State) error {
 	if err := m.layout.fits(st); err != nil {
 		return err
 	}
-	m.theta = training.Flatten(st.Params)
+	m.theta, m.last = training.Flatten(st.Params), nil
 	m.outer.SetMomentumBuffer(st.Momentum)
 	if st.Momentum == nil {
 		m.outer = training.Nesterov{LR: m.cfg.OuterLR, Momentum: m.cfg.Momentum}

@@ -85,3 +85,31 @@ func TestMachineRootIsTheStatesRoot(t *testing.T) {
 		t.Fatal("root after a close differs")
 	}
 }
+
+// TestSnapshotSharesTheClosedParams: after a close, Snapshot is the state with the
+// parameters Closed handed out (not a copy), the root of State; after a Reset, a copy of
+// the new state.
+func TestSnapshotSharesTheClosedParams(t *testing.T) {
+	a := newMachine(t, testConfig("a", 0), testTheta(3))
+	s, _ := a.Start()
+	if _, err := a.LocalDone(0, perturb(s.Params, 1)); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := a.Close(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := a.Snapshot()
+	if &snap.Params[0].Data[0] != &rd.Closed.Params[0].Data[0] || snap.Root() != a.State().Root() || snap.Round != 1 {
+		t.Fatal("the snapshot after a close is not the closed parameters")
+	}
+	st := a.State()
+	st.Params[0].Data[0] += 1
+	if err := a.Reset(st); err != nil {
+		t.Fatal(err)
+	}
+	snap = a.Snapshot()
+	if &snap.Params[0].Data[0] == &rd.Closed.Params[0].Data[0] || snap.Root() != st.Root() {
+		t.Fatal("the snapshot after a reset is not the new state")
+	}
+}

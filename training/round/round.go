@@ -84,7 +84,8 @@ type Closed struct {
 	// Rejected lists peers whose contribution failed to decode at close (sorted); they are
 	// not in Included.
 	Rejected []string
-	// Params is θ after the round's outer step. The caller owns it.
+	// Params is θ after the round's outer step. The caller may keep it and must not modify
+	// it: the Machine's Snapshot shares it.
 	Params []training.Tensor
 }
 
@@ -117,4 +118,7 @@ type Machine struct {
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
+	// last is the state after the last close, its Params those Closed handed out; nil
+	// once anything else changed θ (Reset).
+	last *State
 }
