@@ -70,7 +70,7 @@ func (m *Machine) State() State {
 // copied again).
 func (m *Machine) Snapshot() State {
 	if m.last != nil && m.last.Round == m.nextClose {
-		return *m.last
+		return State{Round: m.nextClose, Params: m.last.Params, Momentum: slices.Clone(m.outer.MomentumBuffer())}
 	}
 	return m.State()
 }
@@ -235,7 +235,7 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
-	m.last = &State{Round: r + 1, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
+	m.last = &State{Round: r + 1, Params: m.params()}
 	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.last.Params}}
 	m.maybeStart(&rd)
 	return rd, nil

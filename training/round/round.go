@@ -118,7 +118,8 @@ type Machine struct {
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
-	// last is the state after the last close, its Params those Closed handed out; nil
-	// once anything else changed θ (Reset).
+	// last is the round and θ after the last close, the Params Closed handed out (its
+	// momentum is the optimizer's, unchanged since); nil once anything else changed θ
+	// (Reset).
 	last *State
 }
