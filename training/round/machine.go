@@ -88,8 +88,9 @@ func (m *Machine) Start() (Start, error) {
 		return Start{}, fmt.Errorf("%w: cannot start round %d (closed up to %d)", ErrOrder, m.nextLocal, m.nextClose)
 	}
 	m.started = true
-	m.base = m.startPoint()
-	return Start{Round: m.nextLocal, Params: m.tensors(m.base)}, nil
+	// The start point is made again at LocalDone (the same bits: nothing it depends on
+	// changes before then, and a Reset keeps it first), not kept while the work runs.
+	return Start{Round: m.nextLocal, Params: m.views(m.startPoint())}, nil
 }
 
 // maybeStart starts the next local work when the delay allows it.
@@ -113,11 +114,14 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 	}
 	// The pseudo-gradient, start minus local, as one vector; the encoder reads it through
 	// views and the eager start keeps it.
-	delta := make([]float64, m.size)
+	delta := m.base
+	if delta == nil {
+		delta = m.startPoint()
+	}
 	off := 0
 	for _, t := range local {
 		for j, v := range t.Data {
-			delta[off+j] = m.base[off+j] - v
+			delta[off+j] -= v
 		}
 		off += len(t.Data)
 	}
@@ -255,6 +259,9 @@ func (m *Machine) CodecStats() []compress.TensorStats { return m.enc.Stats() }
 func (m *Machine) Reset(st State) error {
 	if err := m.layout.fits(st); err != nil {
 		return err
+	}
+	if m.started && m.base == nil { // the start point of the work under way, before θ changes
+		m.base = m.startPoint()
 	}
 	m.theta, m.last = training.Flatten(st.Params), nil
 	m.outer.SetMomentumBuffer(st.Momentum)

@@ -113,7 +113,7 @@ type Machine struct {
 	nextClose uint64    // first round not yet closed
 	nextLocal uint64    // round of the local work in progress or next to start
 	started   bool      // local work for nextLocal has been started
-	base      []float64 // the point the local work of nextLocal started from
+	base      []float64 // the point the local work of nextLocal started from, kept only once a Reset changed θ under it (else startPoint makes it again)
 	own       []float64 // this node's last pseudo-gradient (eager start only)
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
