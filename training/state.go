@@ -29,6 +29,13 @@ func (a *AdamW) State() AdamWState {
 	return st
 }
 
+// Moments are the optimizer's own first and second moments (nil before the first step),
+// shared, not copied: valid until its next step.
+func (a *AdamW) Moments() (m, v [][]float32) { return a.m, a.v }
+
+// StepCount is the number of steps taken.
+func (a *AdamW) StepCount() int { return a.t }
+
 // SetState restores a state for the parameters ps (which it checks the moments against:
 // one per parameter, of its size, finite in float32, second moments not negative). It
 // copies st, rounding the moments to float32. On error (ErrState) nothing changes.
