@@ -65,14 +65,11 @@ func (m *Machine) State() State {
 	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
 }
 
-// Snapshot is State for a caller that keeps it and never modifies it: when nothing but the
-// last close has changed θ since, the parameters are those Closed handed out (shared, not
-// copied again).
+// Snapshot is State for a caller that keeps it and never modifies it: it shares θ and the
+// momentum with the machine, which never writes them in place (a close steps copies of
+// them, a Reset takes copies of its state), so it stays what it was.
 func (m *Machine) Snapshot() State {
-	if m.last != nil && m.last.Round == m.nextClose {
-		return State{Round: m.nextClose, Params: m.last.Params, Momentum: slices.Clone(m.outer.MomentumBuffer())}
-	}
-	return m.State()
+	return State{Round: m.nextClose, Params: m.views(m.theta), Momentum: m.outer.MomentumBuffer()}
 }
 
 // Root is State().Root() without copying θ and the momentum.
@@ -232,15 +229,19 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	for _, id := range m.Pending(r) {
 		cs = append(cs, m.contrib[r][id])
 	}
-	total, included, rejected, err := closeStep(m.cfg, &m.layout, m.theta, &m.outer, r, cs, weight)
+	// The step writes copies of θ and the momentum: Snapshot and Closed share the ones it
+	// replaces.
+	theta, outer := slices.Clone(m.theta), m.outer
+	outer.SetMomentumBuffer(m.outer.MomentumBuffer())
+	total, included, rejected, err := closeStep(m.cfg, &m.layout, theta, &outer, r, cs, weight)
 	if err != nil {
 		return Ready{}, err
 	}
+	m.theta, m.outer = theta, outer
 	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
-	m.last = &State{Round: r + 1, Params: m.params()}
-	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.last.Params}}
+	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.views(m.theta)}}
 	m.maybeStart(&rd)
 	return rd, nil
 }
@@ -263,7 +264,7 @@ func (m *Machine) Reset(st State) error {
 	if m.started && m.base == nil { // the start point of the work under way, before θ changes
 		m.base = m.startPoint()
 	}
-	m.theta, m.last = training.Flatten(st.Params), nil
+	m.theta = training.Flatten(st.Params)
 	m.outer.SetMomentumBuffer(st.Momentum)
 	if st.Momentum == nil {
 		m.outer = training.Nesterov{LR: m.cfg.OuterLR, Momentum: m.cfg.Momentum}

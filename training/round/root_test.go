@@ -86,21 +86,35 @@ func TestMachineRootIsTheStatesRoot(t *testing.T) {
 	}
 }
 
-// TestSnapshotSharesTheClosedParams: after a close, Snapshot is the state with the
-// parameters Closed handed out (not a copy), the root of State; after a Reset, a copy of
-// the new state.
+// TestSnapshotSharesTheClosedParams: a snapshot shares θ with the machine and is never
+// changed after: a close steps copies (the snapshot before it keeps its root, the one after
+// is the closed parameters, not a copy), a Reset puts copies in force.
 func TestSnapshotSharesTheClosedParams(t *testing.T) {
 	a := newMachine(t, testConfig("a", 0), testTheta(3))
 	s, _ := a.Start()
 	if _, err := a.LocalDone(0, perturb(s.Params, 1)); err != nil {
 		t.Fatal(err)
 	}
+	before := a.Snapshot()
+	root := before.Root()
 	rd, err := a.Close(0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rd.Start == nil {
+		t.Fatal("no local work started after the close")
+	}
+	if _, err := a.LocalDone(1, perturb(rd.Start.Params, 2)); err != nil {
+		t.Fatal(err)
+	}
 	snap := a.Snapshot()
-	if &snap.Params[0].Data[0] != &rd.Closed.Params[0].Data[0] || snap.Root() != a.State().Root() || snap.Round != 1 {
+	if _, err := a.Close(1); err != nil {
+		t.Fatal(err)
+	}
+	if before.Root() != root || before.Round != 0 {
+		t.Fatal("closes changed a snapshot taken before them")
+	}
+	if &snap.Params[0].Data[0] != &rd.Closed.Params[0].Data[0] || snap.Round != 1 || snap.Momentum == nil {
 		t.Fatal("the snapshot after a close is not the closed parameters")
 	}
 	st := a.State()
@@ -108,8 +122,8 @@ func TestSnapshotSharesTheClosedParams(t *testing.T) {
 	if err := a.Reset(st); err != nil {
 		t.Fatal(err)
 	}
-	snap = a.Snapshot()
-	if &snap.Params[0].Data[0] == &rd.Closed.Params[0].Data[0] || snap.Root() != st.Root() {
-		t.Fatal("the snapshot after a reset is not the new state")
+	st.Params[0].Data[0] += 1 // Reset took a copy
+	if snap = a.Snapshot(); snap.Root() == st.Root() || snap.Root() != a.State().Root() {
+		t.Fatal("the snapshot after a reset is not the state put in force")
 	}
 }

@@ -85,7 +85,7 @@ type Closed struct {
 	// not in Included.
 	Rejected []string
 	// Params is θ after the round's outer step. The caller may keep it and must not modify
-	// it: the Machine's Snapshot shares it.
+	// it: it is the Machine's own θ until the next close or Reset.
 	Params []training.Tensor
 }
 
@@ -107,8 +107,8 @@ type Machine struct {
 	cfg    Config
 	enc    *compress.Encoder
 	layout // names, shapes and offsets of θ's tensors
-	theta  []float64
-	outer  training.Nesterov
+	theta  []float64         // never written in place: Snapshot and Closed.Params share it
+	outer  training.Nesterov // its momentum likewise
 
 	nextClose uint64    // first round not yet closed
 	nextLocal uint64    // round of the local work in progress or next to start
@@ -118,8 +118,4 @@ type Machine struct {
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
-	// last is the round and θ after the last close, the Params Closed handed out (its
-	// momentum is the optimizer's, unchanged since); nil once anything else changed θ
-	// (Reset).
-	last *State
 }
