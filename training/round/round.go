@@ -106,7 +106,7 @@ type Ready struct {
 type Machine struct {
 	cfg    Config
 	enc    *compress.Encoder
-	layout // names, shapes and offsets of θ's tensors
+	layout                   // names, shapes and offsets of θ's tensors
 	theta  []float64         // never written in place: Snapshot and Closed.Params share it
 	outer  training.Nesterov // its momentum likewise
 
