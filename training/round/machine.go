@@ -111,7 +111,7 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 	}
 	// The pseudo-gradient, start minus local, as one vector; the encoder reads it through
 	// views and the eager start keeps it.
-	delta := m.base
+	delta := slices.Clone(m.base) // kept as it is, should the encoding fail
 	if delta == nil {
 		delta = m.startPoint()
 	}
