@@ -75,7 +75,9 @@ func benchSwarm(c *cli.Context) error {
 		return err
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	sctx, unsignal := signalContext(c.Context) // Ctrl-C stops the nodes, and the profile is written
+	defer unsignal()
+	ctx, cancel := context.WithTimeout(sctx, c.Duration("timeout"))
 	defer cancel()
 	res, err := bench.RunSwarm(ctx, opt, c.App.ErrWriter)
 	if err != nil {
