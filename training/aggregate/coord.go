@@ -1,9 +1,6 @@
 package aggregate
 
-import (
-	"math"
-	"sort"
-)
+import "math"
 
 // column holds one coordinate's values across inputs, sorted by value with ties broken by
 // input position (inputs are in ID order), so every order of the inputs sorts the same way.
@@ -17,36 +14,9 @@ func newColumn(n int) *column {
 	return &column{v: make([]float64, n), w: make([]float64, n), idx: make([]int, n)}
 }
 
-// insertionMax is the most inputs load sorts by insertion; more are sorted in O(n log n).
-// Both give the one order of (value, input position), so the results are the same bits.
-const insertionMax = 12
-
-// load fills the column with coordinate j and sorts it; it allocates nothing.
+// load fills the column with coordinate j and sorts it (insertion sort: n is small, and it
+// allocates nothing).
 func (c *column) load(xs []Input, j int) {
-	if len(xs) > insertionMax {
-		for i, x := range xs {
-			c.v[i], c.w[i], c.idx[i] = x.Vec[j], x.Weight, i
-		}
-		sort.Sort(c)
-		return
-	}
-	c.insert(xs, j)
-}
-
-// Len, Less and Swap order the column by value, ties by input position (sort.Interface).
-func (c *column) Len() int { return len(c.v) }
-func (c *column) Less(a, b int) bool {
-	return c.v[a] < c.v[b] || c.v[a] == c.v[b] && c.idx[a] < c.idx[b]
-}
-func (c *column) Swap(a, b int) {
-	c.v[a], c.v[b] = c.v[b], c.v[a]
-	c.w[a], c.w[b] = c.w[b], c.w[a]
-	c.idx[a], c.idx[b] = c.idx[b], c.idx[a]
-}
-
-// insert fills the column with coordinate j by insertion sort: for a few inputs, the
-// fastest.
-func (c *column) insert(xs []Input, j int) {
 	for i, x := range xs {
 		v, w, k := x.Vec[j], x.Weight, i
 		p := i

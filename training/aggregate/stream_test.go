@@ -99,26 +99,3 @@ func TestStreamErrors(t *testing.T) {
 		}
 	}
 }
-
-// TestColumnSortOfManyInputsIsInsertionOrder: past insertionMax inputs a column is sorted
-// in O(n log n), to the order insertion gives (value, then input position; ties and
-// signed zeros included).
-func TestColumnSortOfManyInputsIsInsertionOrder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, n := range []int{insertionMax + 1, 40, 101} {
-		in := randInputs(rng, n, 200, n%2 == 0)
-		for i := range in {
-			in[i].Vec[0] = math.Copysign(0, float64(i%2)-0.5) // +0 and -0 alike
-		}
-		a, b := newColumn(n), newColumn(n)
-		for j := range 200 {
-			a.load(in, j)
-			b.insert(in, j)
-			for k := range n {
-				if math.Float64bits(a.v[k]) != math.Float64bits(b.v[k]) || a.idx[k] != b.idx[k] || a.w[k] != b.w[k] {
-					t.Fatalf("n=%d coordinate %d: position %d holds input %d (%v), insertion puts input %d (%v)", n, j, k, a.idx[k], a.v[k], b.idx[k], b.v[k])
-				}
-			}
-		}
-	}
-}
