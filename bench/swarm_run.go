@@ -50,16 +50,27 @@ func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes
 		}
 		return errors.Join(errs...)
 	}
-	start := func(o node.Options) (*node.Node, error) {
+	var built []*node.Node // made, not running yet
+	build := func(o node.Options) (*node.Node, error) {
 		o.Spec, o.Logger, o.P2P = spec, swarmLogger(o.Home.Dir), link
 		n, err := node.New(ctx, o)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			built = append(built, n)
 		}
-		r := running{n: n, done: make(chan error, 1)}
-		go func() { r.done <- n.Run(ctx) }()
-		all = append(all, r)
-		return n, nil
+		return n, err
+	}
+	run := func() {
+		for _, n := range built {
+			r := running{n: n, done: make(chan error, 1)}
+			go func() { r.done <- n.Run(ctx) }()
+			all = append(all, r)
+		}
+		built = nil
+	}
+	start := func(o node.Options) (*node.Node, error) {
+		n, err := build(o)
+		run()
+		return n, err
 	}
 	bh, bc, err := newSwarmHome(opt.Dir + "/bootstrap")
 	if err != nil {
@@ -73,13 +84,22 @@ func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes
 	if len(addrs) == 0 {
 		return nil, stop, errors.New("bench swarm: the bootstrap node has no address")
 	}
+	// Every training node is made (its host up and dialing the bootstrap node) before any
+	// runs: started one after another, the first would wait for the others at round 0 only
+	// until deadline_max, and a node that finds its peers past round 0 joins late, which
+	// with more than about 31 equal voters never succeeds (docs/architecture.md, known
+	// weaknesses).
 	nodes := make([]*node.Node, len(homes))
 	for i, h := range homes {
 		h.cfg.P2P.Bootstrap = []string{bootAddr(addrs, boot)}
-		if nodes[i], err = start(node.Options{Home: h.home, Config: h.cfg, Adversary: adversaryOf(opt, i)}); err != nil {
+		if nodes[i], err = build(node.Options{Home: h.home, Config: h.cfg, Adversary: adversaryOf(opt, i)}); err != nil {
+			for _, n := range built {
+				n.Close()
+			}
 			return nil, stop, fmt.Errorf("node %d: %w", i, err)
 		}
 	}
+	run()
 	return nodes, stop, nil
 }
 

@@ -32,6 +32,9 @@ type localState struct {
 	Optimizer training.AdamWState
 	Steps     uint64 // inner steps taken
 	Drawn     uint64 // samples drawn from the node's data order
+	// m32 and v32, when set, are the optimizer's own float32 moments, encoded in place of
+	// Optimizer's (a save encoded on the loop, which copies nothing it can read in place).
+	m32, v32 [][]float32
 }
 
 // maxLocalBytes bounds the encoding of a local state of a model of n values: at most five
@@ -100,4 +103,19 @@ func (l *loop) takeLocal(round uint64) *localState {
 	ls := &localState{Round: round, Machine: l.core.Local()}
 	l.train.local(ls)
 	return ls
+}
+
+// encodeLocal is the encoding of the node's local state now that round is the first open
+// one, read in place where it can be (the own pseudo-gradient, the optimizer's moments:
+// only the codec's state is copied), so that a save holds little more than its bytes.
+// The loop calls it at a commit, when no local work is under way, and nothing changes
+// the state until it returns.
+func (l *loop) encodeLocal(round uint64) ([]byte, error) {
+	ls := &localState{Round: round, Machine: l.core.LocalShared()}
+	ls.Steps, ls.Drawn = uint64(l.train.inner.Steps()), l.train.batch.Drawn()
+	if o, ok := l.train.inner.Opt.(*training.AdamW); ok {
+		ls.Optimizer.T = o.StepCount()
+		ls.m32, ls.v32 = o.Moments()
+	}
+	return ls.marshal()
 }

@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/p2p/p2ptest"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
@@ -134,5 +137,45 @@ func TestLocalStateEncodingIsItsValuesOnce(t *testing.T) {
 	if !reflect.DeepEqual(got.Machine, ls.Machine) || !reflect.DeepEqual(got.Optimizer, ls.Optimizer) ||
 		got.Round != ls.Round || got.Steps != ls.Steps || got.Drawn != ls.Drawn {
 		t.Error("the decoded local state is not the one encoded")
+	}
+}
+
+// TestEncodeLocalInPlaceIsTheCopysEncoding: the loop's save, which reads the optimizer's
+// float32 moments and the machine's state in place, writes the bytes the copied local
+// state encodes to, and they decode to the trainer's state.
+func TestEncodeLocalInPlaceIsTheCopysEncoding(t *testing.T) {
+	key := p2ptest.Key()
+	self, _ := peer.IDFromPrivateKey(key)
+	s := syntheticSpec(t, map[string]uint64{self.String(): 100})
+	h := newLoopHarness(t, s, key, newFakeClock(), nil)
+	tr := h.l.train
+	if err := training.Adopt(tr.inner.Model.Params(), training.Snapshot(tr.inner.Model.Params())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.inner.Run(tr.batch, 3); err != nil {
+		t.Fatal(err)
+	}
+	in, err := h.l.encodeLocal(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := h.l.takeLocal(5).marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(in, want) {
+		t.Fatalf("in place: %d bytes, copied: %d bytes, not the same", len(in), len(want))
+	}
+	n := 0
+	for _, p := range tr.inner.Model.Params() {
+		n += len(p.Data)
+	}
+	ls, err := decodeLocal(in, n)
+	if err != nil || ls.Optimizer.T != 3 || ls.Steps != 3 || len(ls.Optimizer.M) != len(tr.inner.Model.Params()) {
+		t.Fatalf("decoded %+v, %v", ls, err)
+	}
+	m, _ := tr.inner.Opt.(*training.AdamW).Moments()
+	if ls.Optimizer.M[0][1] != float64(m[0][1]) || m[0][1] == 0 {
+		t.Fatalf("first moment %v, the optimizer holds %v", ls.Optimizer.M[0][1], m[0][1])
 	}
 }

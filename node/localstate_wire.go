@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
@@ -71,7 +73,7 @@ func (ls *localState) header() (localHeader, int) {
 	m := &ls.Machine
 	h := localHeader{
 		Version: localVersion, Round: ls.Round, Steps: ls.Steps, Drawn: ls.Drawn,
-		OwnRound: m.OwnRound, Share: m.Share, OptT: ls.Optimizer.T, Moments: len(ls.Optimizer.M),
+		OwnRound: m.OwnRound, Share: m.Share, OptT: ls.Optimizer.T, Moments: len(ls.Optimizer.M) + len(ls.m32),
 	}
 	for _, t := range m.Codec.Tensors {
 		h.Codec = append(h.Codec, localTensor{
@@ -88,13 +90,17 @@ func (ls *localState) header() (localHeader, int) {
 		h.Vecs = append(h.Vecs, n)
 		size += 8 * len(*v)
 	})
+	for _, v := range append(slices.Clone(ls.m32), ls.v32...) {
+		h.Vecs = append(h.Vecs, int64(len(v)))
+		size += 8 * len(v)
+	}
 	return h, size
 }
 
 // marshal is the local state's canonical encoding.
 func (ls *localState) marshal() ([]byte, error) {
-	if len(ls.Optimizer.M) != len(ls.Optimizer.V) {
-		return nil, fmt.Errorf("local state: %d first moments, %d second", len(ls.Optimizer.M), len(ls.Optimizer.V))
+	if len(ls.Optimizer.M) != len(ls.Optimizer.V) || len(ls.m32) != len(ls.v32) || ls.Optimizer.M != nil && ls.m32 != nil {
+		return nil, fmt.Errorf("local state: %d and %d first moments, %d and %d second", len(ls.Optimizer.M), len(ls.m32), len(ls.Optimizer.V), len(ls.v32))
 	}
 	h, size := ls.header()
 	head, err := localEnc.Marshal(&h)
@@ -107,6 +113,12 @@ func (ls *localState) marshal() ([]byte, error) {
 		n, _ := binary.Encode(out[off:], binary.LittleEndian, *v) // sized by header: cannot fail
 		off += n
 	})
+	for _, v := range append(slices.Clone(ls.m32), ls.v32...) { // as float64, as State gives them
+		for _, x := range v {
+			binary.LittleEndian.PutUint64(out[off:], math.Float64bits(float64(x)))
+			off += 8
+		}
+	}
 	return out, nil
 }
 

@@ -131,8 +131,8 @@ func values(ts []training.Tensor) int {
 // saveLocal saves the node's local state now that round is the first open one, every
 // checkpoint_every rounds (the checkpoints' cadence), in its own key of the store, and
 // drops the stored shards of the rounds before the oldest checkpoint the store keeps. The
-// loop calls it after a commit: the state is copied there, then encoded and written off
-// the loop, one save at a time (a save due while the last is still being written is
+// loop calls it after a commit: the state is encoded there, reading it in place, and
+// written off the loop, one save at a time (a save due while the last is still being written is
 // skipped). A failure is logged: the local state is the node's own, and a restart without
 // it trains on from fresh optimizer and codec state.
 func (n *Node) saveLocal(round uint64) {
@@ -144,10 +144,9 @@ func (n *Node) saveLocal(round uint64) {
 		n.log.Warn("the last local state is still being saved: skipping this one", "round", round)
 		return
 	}
-	ls := n.train.loop.takeLocal(round)
+	blob, err := n.train.loop.encodeLocal(round)
 	go func() {
 		defer n.train.saving.Unlock()
-		blob, err := ls.marshal()
 		if err == nil {
 			err = n.ledger.st.PutLocal(round, blob)
 		}

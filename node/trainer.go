@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
@@ -107,7 +108,16 @@ func (t *trainer) run(ctx context.Context, done chan<- localDone) {
 // work runs H inner steps from s.Params, checking ctx between steps.
 func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 	out := localDone{round: s.Round}
-	if out.err = training.Load(t.inner.Model.Params(), s.Params); out.err != nil {
+	start := s
+	if t.tamper != nil { // it reads the start after the work, which trains s.Params in place
+		start.Params = make([]training.Tensor, len(s.Params))
+		for i, p := range s.Params {
+			start.Params[i] = training.Tensor{Name: p.Name, Shape: p.Shape, Data: slices.Clone(p.Data)}
+		}
+	}
+	// The start's parameters are handed over: the model trains them in place and hands
+	// them back, so that a round's work copies θ nowhere.
+	if out.err = training.Adopt(t.inner.Model.Params(), s.Params); out.err != nil {
 		return out
 	}
 	total := 0.0
@@ -120,14 +130,15 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 		total += loss
 	}
 	out.loss = total / float64(t.h)
-	out.params = training.Snapshot(t.inner.Model.Params())
+	out.params = training.Views(t.inner.Model.Params()) // the next start's values replace them
 	if t.tamper != nil {
-		out.params, out.err = t.tamper(s, out.params)
+		out.params, out.err = t.tamper(start, out.params)
 	}
 	return out
 }
 
-// evaluator scores θ on the held-out batch with its own model, off the loop goroutine.
+// evaluator scores θ on the held-out batch with its own model, off the loop goroutine. The
+// model holds no parameters of its own: it reads each job's, which it only reads.
 type evaluator struct {
 	model training.Model
 	batch training.Batch
@@ -148,7 +159,16 @@ func newEvaluator(p *Params, d *taskData) (*evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
+	release(m)
 	return &evaluator{model: m, batch: d.eval, jobs: make(chan evalJob, evalQueue)}, nil
+}
+
+// release drops an evaluating model's parameters and gradients: it evaluates each job's
+// parameters in place (training.Adopt) and never takes a gradient.
+func release(m training.Model) {
+	for _, p := range m.Params() {
+		p.Data, p.Grad = nil, nil
+	}
 }
 
 // submit queues θ of a round for evaluation; false when the queue is full.
@@ -169,9 +189,10 @@ func (e *evaluator) run(ctx context.Context, out chan<- evalResult) {
 			return
 		case j := <-e.jobs:
 			r := evalResult{round: j.round, initial: j.initial}
-			if r.err = training.Load(e.model.Params(), j.params); r.err == nil {
+			if r.err = training.Adopt(e.model.Params(), j.params); r.err == nil {
 				r.loss, _, r.err = e.model.Eval(e.batch)
 			}
+			release(e.model)
 			select {
 			case out <- r:
 			case <-ctx.Done():

@@ -106,6 +106,14 @@ func reluBackward(y, dy []float64) {
 // number of rows whose arg max is the label. When dlogits is not nil it receives the
 // gradient of the mean loss.
 func softmaxXent(logits []float64, labels []int, n, c int, dlogits []float64) (loss float64, correct int) {
+	sum, correct := xentSum(logits, labels, n, c, dlogits, 0)
+	return sum / float64(n), correct
+}
+
+// xentSum is softmaxXent's sum of the rows' losses, added in row order to loss, and its
+// count of correct rows; dlogits, when not nil, is the gradient of the sum over n.
+func xentSum(logits []float64, labels []int, n, c int, dlogits []float64, loss float64) (float64, int) {
+	correct := 0
 	for i := 0; i < n; i++ {
 		row := logits[i*c : (i+1)*c]
 		mx, arg := row[0], 0
@@ -131,5 +139,5 @@ func softmaxXent(logits []float64, labels []int, n, c int, dlogits []float64) (l
 			d[labels[i]] -= 1 / float64(n)
 		}
 	}
-	return loss / float64(n), correct
+	return loss, correct
 }

@@ -157,6 +157,11 @@ func (m *MLP) LossGrad(b Batch) (float64, error) {
 	if err := m.check(b); err != nil {
 		return 0, err
 	}
+	for _, p := range m.params {
+		if p.Grad == nil {
+			p.Grad = make([]float64, len(p.Data))
+		}
+	}
 	n, L := b.N, len(m.layers)
 	logits := m.forward(b)
 	m.grads[L] = grow(m.grads[L], n*m.classes)
@@ -179,11 +184,37 @@ func (m *MLP) LossGrad(b Batch) (float64, error) {
 	return loss, nil
 }
 
-// Eval implements Model.
+// evalRows is how many samples Eval runs forward at once: its activations are those of
+// evalRows samples, however large the batch.
+const evalRows = 64
+
+// Eval implements Model. It goes through b evalRows samples at a time, adding up the
+// losses in sample order as one pass over the whole batch would.
 func (m *MLP) Eval(b Batch) (float64, float64, error) {
 	if err := m.check(b); err != nil {
 		return 0, 0, err
 	}
-	loss, correct := softmaxXent(m.forward(b), b.Y, b.N, m.classes, nil)
-	return loss, float64(correct) / float64(b.N), nil
+	var sum float64
+	correct := 0
+	for lo := 0; lo < b.N; lo += evalRows {
+		sub := b.rows(lo, min(lo+evalRows, b.N))
+		var c int
+		sum, c = xentSum(m.forward(sub), sub.Y, sub.N, m.classes, nil, sum)
+		correct += c
+	}
+	return sum / float64(b.N), float64(correct) / float64(b.N), nil
+}
+
+// rows is the samples [lo, hi) of b, sharing its slices.
+func (b Batch) rows(lo, hi int) Batch {
+	out := Batch{N: hi - lo, Y: b.Y[lo:hi]}
+	if b.Tokens != nil {
+		k := len(b.Tokens) / b.N
+		out.Tokens = b.Tokens[lo*k : hi*k]
+	}
+	if b.X != nil {
+		k := len(b.X) / b.N
+		out.X = b.X[lo*k : hi*k]
+	}
+	return out
 }

@@ -25,10 +25,11 @@ func TestAdamWMatchesReference(t *testing.T) {
 		for k, ref := range [][]float64{refW, refB} {
 			g := ps[k].Grad
 			for i := range ref {
-				m[k][i] = 0.9*m[k][i] + 0.1*g[i]
-				v[k][i] = 0.95*v[k][i] + 0.05*g[i]*g[i]
-				mh := m[k][i] / (1 - math.Pow(0.9, float64(step)))
-				vh := v[k][i] / (1 - math.Pow(0.95, float64(step)))
+				mi := 0.9*m[k][i] + 0.1*g[i]
+				vi := 0.95*v[k][i] + 0.05*g[i]*g[i]
+				m[k][i], v[k][i] = float64(float32(mi)), float64(float32(vi)) // kept in float32
+				mh := mi / (1 - math.Pow(0.9, float64(step)))
+				vh := vi / (1 - math.Pow(0.95, float64(step)))
 				wd := 0.0
 				if k == 0 {
 					wd = 0.1

@@ -14,7 +14,8 @@ type Tensor struct {
 }
 
 // Param is one trainable parameter tensor of a model with its gradient.
-// Data and Grad have the same length, the product of Shape.
+// Data and Grad have the same length, the product of Shape; a model that only evaluates
+// may have its Grad set to nil, and LossGrad makes it again.
 type Param struct {
 	Name  string
 	Shape []int
@@ -22,11 +23,16 @@ type Param struct {
 	Grad  []float64
 }
 
-func newParam(name string, shape ...int) *Param {
+func numel(shape []int) int {
 	n := 1
 	for _, d := range shape {
 		n *= d
 	}
+	return n
+}
+
+func newParam(name string, shape ...int) *Param {
+	n := numel(shape)
 	return &Param{Name: name, Shape: shape, Data: make([]float64, n), Grad: make([]float64, n)}
 }
 
@@ -60,6 +66,36 @@ func Load(ps []*Param, ts []Tensor) error {
 		copy(p.Data, ts[i].Data)
 	}
 	return nil
+}
+
+// Adopt makes the values of ts the parameter values of ps, without copying them: the caller
+// hands them over and must not use them while the model does. Names, shapes and order must
+// match.
+// A parameter's Data may be nil before (a model that holds none between uses).
+func Adopt(ps []*Param, ts []Tensor) error {
+	if len(ts) != len(ps) {
+		return fmt.Errorf("%w: %d tensors, model has %d", ErrShape, len(ts), len(ps))
+	}
+	for i, p := range ps {
+		t := ts[i]
+		if n := numel(p.Shape); t.Name != p.Name || !sameShape(t.Shape, p.Shape) || len(t.Data) != n {
+			return fmt.Errorf("%w: tensor %d is %q %v (%d values), want %q %v", ErrShape, i, t.Name, t.Shape, len(t.Data), p.Name, p.Shape)
+		}
+	}
+	for i, p := range ps {
+		p.Data = ts[i].Data
+	}
+	return nil
+}
+
+// Views returns tensors over the parameter values of ps, sharing them (a model writes
+// them as it trains: Adopt other values before it does, or take a Snapshot).
+func Views(ps []*Param) []Tensor {
+	out := make([]Tensor, len(ps))
+	for i, p := range ps {
+		out[i] = Tensor{Name: p.Name, Shape: append([]int(nil), p.Shape...), Data: p.Data}
+	}
+	return out
 }
 
 // CheckShapes reports whether ts has exactly the names, shapes and sizes of ps, in order.

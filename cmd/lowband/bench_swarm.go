@@ -43,6 +43,7 @@ func benchSwarmCommand() *cli.Command {
 			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated uplink per node, Mbit/s (0: unlimited)"},
 			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated latency, ms one way"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "give up after this long"},
+			cpuProfileFlag,
 			jsonFlag,
 		},
 		Action: benchSwarm,
@@ -69,7 +70,14 @@ func benchSwarm(c *cli.Context) error {
 			opt.Aggregation.Trim = c.Float64("trim")
 		}
 	}
-	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
+	stop, err := startCPUProfile(c.String("cpuprofile"))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	sctx, unsignal := signalContext(c.Context) // Ctrl-C stops the nodes, and the profile is written
+	defer unsignal()
+	ctx, cancel := context.WithTimeout(sctx, c.Duration("timeout"))
 	defer cancel()
 	res, err := bench.RunSwarm(ctx, opt, c.App.ErrWriter)
 	if err != nil {

@@ -115,7 +115,7 @@ type powerSum struct {
 // r again needs, and settles r at once when the records already seen for it give another
 // list.
 func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
-	pre, preLedger := c.m.State(), c.ledger
+	pre, preLedger := c.m.Snapshot(), c.ledger // kept to close r again, never modified
 	weights, rejected := c.weights(r)
 	mr, err := c.m.CloseWith(r, weights)
 	if err != nil {
@@ -124,7 +124,7 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if n := len(mr.Closed.Rejected); n > 0 {
 		rejected[ReasonDecode] += n
 	}
-	modelRoot := c.m.State().Root()
+	modelRoot := c.m.Root()
 	contribs := make([]incentives.Contribution, 0, len(mr.Closed.Included))
 	for _, p := range mr.Closed.Included {
 		contribs = append(contribs, incentives.Contribution{Peer: p, Shards: c.cids(r, p)})

@@ -341,7 +341,7 @@ func (c *Core) Ledger() *incentives.State { return c.ledger }
 func (c *Core) State() round.State { return c.m.State() }
 
 // ModelRoot is the root of the round state: the rounds closed so far, θ and momentum.
-func (c *Core) ModelRoot() [32]byte { return c.m.State().Root() }
+func (c *Core) ModelRoot() [32]byte { return c.m.Root() }
 
 // checkIdentity: an identity, when given, must be the one self names.
 func checkIdentity(key crypto.PrivKey, self string) error {

@@ -10,6 +10,10 @@ import (
 // round.Machine.Local): what a restart restores with Resume.
 func (c *Core) Local() round.LocalState { return c.m.Local() }
 
+// LocalShared is Local sharing what the machine holds (round.Machine.LocalShared): read it
+// before the Core's next event.
+func (c *Core) LocalShared() round.LocalState { return c.m.LocalShared() }
+
 // Resume prepares a Core that New made on a restart, before Start: this node's local work
 // goes on at round first, and the open rounds before it close without its contribution
 // (round.Machine.SkipLocal: it may have signed shards for them before it stopped); the

@@ -37,11 +37,14 @@ func BenchmarkDecodeContribution(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(8 * len(m.theta)))
-	for b.Loop() {
-		vec, err := m.flatten(rd.Send.Msg, maxNorm(m.cfg))
+	buf, vec := make([]float64, checkChunk), make([]float64, m.size)
+	for b.Loop() { // checked range by range, then read whole
+		r, err := m.reader(rd.Send.Msg, maxNorm(m.cfg), buf)
+		if err == nil {
+			err = r.Read(0, m.size, vec)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
-		putVec(vec) // as Close does
 	}
 }

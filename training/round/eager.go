@@ -2,8 +2,6 @@ package round
 
 import (
 	"slices"
-
-	"github.com/lowband/lowband/training"
 )
 
 // Start points of local work (Config.StartPoint).
@@ -52,9 +50,10 @@ func (m *Machine) startPoint() []float64 {
 }
 
 // noteOwn keeps this node's pseudo-gradient of the local work just done, for the eager start.
-func (m *Machine) noteOwn(delta []training.Tensor) {
+// It keeps delta itself, which the caller no longer writes.
+func (m *Machine) noteOwn(delta []float64) {
 	if m.cfg.StartPoint == StartEager {
-		m.own = training.Flatten(delta)
+		m.own = delta
 	}
 }
 

@@ -31,6 +31,16 @@ func (m *Machine) Local() LocalState {
 	return ls
 }
 
+// LocalShared is Local with the eager start's own pseudo-gradient shared, not copied: for a
+// caller that reads it before the machine's next event.
+func (m *Machine) LocalShared() LocalState {
+	ls := LocalState{Codec: m.enc.State(), Share: m.share}
+	if m.own != nil && m.nextLocal > 0 {
+		ls.Own, ls.OwnRound = m.own, m.nextLocal-1
+	}
+	return ls
+}
+
 // SetLocal restores a local state, which it copies: the codec's, checked against the
 // codec's configuration (compress.Encoder.SetState), and the eager start's, which is kept
 // only when it is of the round before the next local work (after SkipLocal, usually not:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
@@ -56,8 +55,7 @@ func New(cfg Config, st State) (*Machine, error) {
 
 // params returns a copy of θ as tensors.
 func (m *Machine) params() []training.Tensor {
-	ts, _ := training.Unflatten(m.theta, m.like) // sizes match by construction
-	return ts
+	return m.tensors(m.theta)
 }
 
 // State returns what a restart needs: the first open round, θ and the outer momentum.
@@ -65,6 +63,18 @@ func (m *Machine) params() []training.Tensor {
 // are not part of it (see Local).
 func (m *Machine) State() State {
 	return State{Round: m.nextClose, Params: m.params(), Momentum: slices.Clone(m.outer.MomentumBuffer())}
+}
+
+// Snapshot is State for a caller that keeps it and never modifies it: it shares θ and the
+// momentum with the machine, which never writes them in place (a close steps copies of
+// them, a Reset takes copies of its state), so it stays what it was.
+func (m *Machine) Snapshot() State {
+	return State{Round: m.nextClose, Params: m.views(m.theta), Momentum: m.outer.MomentumBuffer()}
+}
+
+// Root is State().Root() without copying θ and the momentum.
+func (m *Machine) Root() [32]byte {
+	return State{Round: m.nextClose, Params: m.views(m.theta), Momentum: m.outer.MomentumBuffer()}.Root()
 }
 
 // Start starts the next local work and returns it. It is the first call after New; later
@@ -75,9 +85,9 @@ func (m *Machine) Start() (Start, error) {
 		return Start{}, fmt.Errorf("%w: cannot start round %d (closed up to %d)", ErrOrder, m.nextLocal, m.nextClose)
 	}
 	m.started = true
-	m.base = m.startPoint()
-	ps, _ := training.Unflatten(m.base, m.like) // sizes match by construction
-	return Start{Round: m.nextLocal, Params: ps}, nil
+	// The start point is made again at LocalDone (the same bits: nothing it depends on
+	// changes before then, and a Reset keeps it first), not kept while the work runs.
+	return Start{Round: m.nextLocal, Params: m.views(m.startPoint())}, nil
 }
 
 // maybeStart starts the next local work when the delay allows it.
@@ -96,13 +106,24 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 	if !m.started || r != m.nextLocal {
 		return Ready{}, fmt.Errorf("%w: local work done for round %d, expected %d", ErrOrder, r, m.nextLocal)
 	}
-	start, _ := training.Unflatten(m.base, m.like)
-	delta, err := training.PseudoGradient(start, local)
-	if err != nil {
-		return Ready{}, fmt.Errorf("round: local parameters: %w", err)
+	if err := m.fits(State{Params: local}); err != nil {
+		return Ready{}, fmt.Errorf("round: local parameters: %w: %w", training.ErrShape, err)
 	}
-	ts := make([]compress.Tensor, len(delta))
-	for i, t := range delta {
+	// The pseudo-gradient, start minus local, as one vector; the encoder reads it through
+	// views and the eager start keeps it.
+	delta := slices.Clone(m.base) // kept as it is, should the encoding fail
+	if delta == nil {
+		delta = m.startPoint()
+	}
+	off := 0
+	for _, t := range local {
+		for j, v := range t.Data {
+			delta[off+j] -= v
+		}
+		off += len(t.Data)
+	}
+	ts := make([]compress.Tensor, len(m.like))
+	for i, t := range m.views(delta) {
 		ts[i] = compress.Tensor(t)
 	}
 	m.begin(PhaseEncode)
@@ -208,34 +229,21 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	for _, id := range m.Pending(r) {
 		cs = append(cs, m.contrib[r][id])
 	}
-	total, included, rejected, err := closeStep(m.cfg, &m.layout, m.theta, &m.outer, r, cs, weight)
+	// The step writes copies of θ and the momentum: Snapshot and Closed share the ones it
+	// replaces.
+	theta, outer := slices.Clone(m.theta), m.outer
+	outer.SetMomentumBuffer(m.outer.MomentumBuffer())
+	total, included, rejected, err := closeStep(m.cfg, &m.layout, theta, &outer, r, cs, weight)
 	if err != nil {
 		return Ready{}, err
 	}
+	m.theta, m.outer = theta, outer
 	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
-	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.params()}}
+	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.views(m.theta)}}
 	m.maybeStart(&rd)
 	return rd, nil
-}
-
-// vecPool recycles the decoded contribution vectors between closes (of this machine or of
-// other machines in the same process), which saves allocating and zeroing a parameter
-// vector per contribution. Vectors of another length are dropped.
-var vecPool sync.Pool
-
-func getVec(n int) []float64 {
-	if v, ok := vecPool.Get().(*[]float64); ok && len(*v) == n {
-		return *v
-	}
-	return make([]float64, n)
-}
-
-func putVec(v []float64) {
-	if v != nil {
-		vecPool.Put(&v)
-	}
 }
 
 // CodecStats describes the last encoding of each of this node's tensors: rank, captured
@@ -252,6 +260,9 @@ func (m *Machine) CodecStats() []compress.TensorStats { return m.enc.Stats() }
 func (m *Machine) Reset(st State) error {
 	if err := m.layout.fits(st); err != nil {
 		return err
+	}
+	if m.started && m.base == nil { // the start point of the work under way, before θ changes
+		m.base = m.startPoint()
 	}
 	m.theta = training.Flatten(st.Params)
 	m.outer.SetMomentumBuffer(st.Momentum)

@@ -1,8 +1,6 @@
 package round
 
 import (
-	"bytes"
-	"math"
 	"slices"
 	"testing"
 
@@ -76,39 +74,5 @@ func TestMeterRejected(t *testing.T) {
 	}
 	if len(rd.Closed.Rejected) != 1 || !slices.Equal(log.calls, []string{"+encode", "-encode", "+decode", "-decode", "+decode", "-decode", "+aggregate", "-aggregate", "+outer", "-outer"}) {
 		t.Errorf("rejected %v, meter calls %v", rd.Closed.Rejected, log.calls)
-	}
-}
-
-// Recycled vectors hold the previous contents; decoding must overwrite every value.
-func TestDirtyPooledVectors(t *testing.T) {
-	theta0 := testTheta(1)
-	n := 0
-	for _, tt := range theta0 {
-		n += len(tt.Data)
-	}
-	var got [][]byte
-	for i := 0; i < 2; i++ {
-		if i == 1 {
-			for j := 0; j < 4; j++ {
-				dirty := make([]float64, n)
-				for k := range dirty {
-					dirty[k] = math.NaN()
-				}
-				putVec(dirty)
-			}
-		}
-		a := newMachine(t, testConfig("a", 0), theta0)
-		sa, _ := a.Start()
-		if _, err := a.LocalDone(0, perturb(sa.Params, 1)); err != nil {
-			t.Fatal(err)
-		}
-		rd, err := a.Close(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, tensorBits(rd.Closed.Params))
-	}
-	if !bytes.Equal(got[0], got[1]) {
-		t.Error("closing with recycled NaN-filled vectors changed θ")
 	}
 }

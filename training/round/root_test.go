@@ -66,3 +66,64 @@ func TestModelRootChangesWithEveryBit(t *testing.T) {
 		t.Error("a copy of the state has another root")
 	}
 }
+
+// TestMachineRootIsTheStatesRoot: the machine hashes its state in place to the root of the
+// copy State returns, before and after a close.
+func TestMachineRootIsTheStatesRoot(t *testing.T) {
+	a := newMachine(t, testConfig("a", 0), testTheta(3))
+	if a.Root() != a.State().Root() {
+		t.Fatal("root of the initial state differs")
+	}
+	s, _ := a.Start()
+	if _, err := a.LocalDone(0, perturb(s.Params, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Close(0); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.State(); a.Root() != st.Root() || st.Momentum == nil {
+		t.Fatal("root after a close differs")
+	}
+}
+
+// TestSnapshotSharesTheClosedParams: a snapshot shares θ with the machine and is never
+// changed after: a close steps copies (the snapshot before it keeps its root, the one after
+// is the closed parameters, not a copy), a Reset puts copies in force.
+func TestSnapshotSharesTheClosedParams(t *testing.T) {
+	a := newMachine(t, testConfig("a", 0), testTheta(3))
+	s, _ := a.Start()
+	if _, err := a.LocalDone(0, perturb(s.Params, 1)); err != nil {
+		t.Fatal(err)
+	}
+	before := a.Snapshot()
+	root := before.Root()
+	rd, err := a.Close(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Start == nil {
+		t.Fatal("no local work started after the close")
+	}
+	if _, err := a.LocalDone(1, perturb(rd.Start.Params, 2)); err != nil {
+		t.Fatal(err)
+	}
+	snap := a.Snapshot()
+	if _, err := a.Close(1); err != nil {
+		t.Fatal(err)
+	}
+	if before.Root() != root || before.Round != 0 {
+		t.Fatal("closes changed a snapshot taken before them")
+	}
+	if &snap.Params[0].Data[0] != &rd.Closed.Params[0].Data[0] || snap.Round != 1 || snap.Momentum == nil {
+		t.Fatal("the snapshot after a close is not the closed parameters")
+	}
+	st := a.State()
+	st.Params[0].Data[0] += 1
+	if err := a.Reset(st); err != nil {
+		t.Fatal(err)
+	}
+	st.Params[0].Data[0] += 1 // Reset took a copy
+	if snap = a.Snapshot(); snap.Root() == st.Root() || snap.Root() != a.State().Root() {
+		t.Fatal("the snapshot after a reset is not the state put in force")
+	}
+}

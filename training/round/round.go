@@ -84,7 +84,8 @@ type Closed struct {
 	// Rejected lists peers whose contribution failed to decode at close (sorted); they are
 	// not in Included.
 	Rejected []string
-	// Params is θ after the round's outer step. The caller owns it.
+	// Params is θ after the round's outer step. The caller may keep it and must not modify
+	// it: it is the Machine's own θ until the next close or Reset.
 	Params []training.Tensor
 }
 
@@ -105,14 +106,14 @@ type Ready struct {
 type Machine struct {
 	cfg    Config
 	enc    *compress.Encoder
-	layout // names, shapes and offsets of θ's tensors
-	theta  []float64
-	outer  training.Nesterov
+	layout                   // names, shapes and offsets of θ's tensors
+	theta  []float64         // never written in place: Snapshot and Closed.Params share it
+	outer  training.Nesterov // its momentum likewise
 
 	nextClose uint64    // first round not yet closed
 	nextLocal uint64    // round of the local work in progress or next to start
 	started   bool      // local work for nextLocal has been started
-	base      []float64 // the point the local work of nextLocal started from
+	base      []float64 // the point the local work of nextLocal started from, kept only once a Reset changed θ under it (else startPoint makes it again)
 	own       []float64 // this node's last pseudo-gradient (eager start only)
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool

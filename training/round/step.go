@@ -11,24 +11,24 @@ import (
 	"github.com/lowband/lowband/training/compress"
 )
 
-// layout is the model's tensors (names and shapes, data zeroed) and where each starts in
-// the flat parameter vector.
+// layout is the model's tensors (names and shapes; their Data is nil) and where each starts
+// in the flat parameter vector.
 type layout struct {
 	like    []training.Tensor
 	offsets map[string]int
-	shapes  map[string][]int
-	size    int // values in all
+	sizes   []int // values of each tensor of like
+	size    int   // values in all
 }
 
 func newLayout(params []training.Tensor) (layout, error) {
-	l := layout{offsets: map[string]int{}, shapes: map[string][]int{}}
+	l := layout{offsets: map[string]int{}}
 	for _, t := range params {
 		if _, dup := l.offsets[t.Name]; dup || t.Name == "" {
 			return layout{}, fmt.Errorf("round: tensor name %q empty or repeated", t.Name)
 		}
 		l.offsets[t.Name] = l.size
-		l.shapes[t.Name] = slices.Clone(t.Shape)
-		l.like = append(l.like, training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape), Data: make([]float64, len(t.Data))})
+		l.like = append(l.like, training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape)})
+		l.sizes = append(l.sizes, len(t.Data))
 		l.size += len(t.Data)
 	}
 	return l, nil
@@ -42,7 +42,7 @@ func (l *layout) fits(st State) error {
 	}
 	for i, t := range st.Params {
 		w := l.like[i]
-		if t.Name != w.Name || !slices.Equal(t.Shape, w.Shape) || len(t.Data) != len(w.Data) {
+		if t.Name != w.Name || !slices.Equal(t.Shape, w.Shape) || len(t.Data) != l.sizes[i] {
 			return fmt.Errorf("round: state tensor %d is %q %v (%d values), model has %q %v", i, t.Name, t.Shape, len(t.Data), w.Name, w.Shape)
 		}
 	}
@@ -50,6 +50,22 @@ func (l *layout) fits(st State) error {
 		return fmt.Errorf("round: momentum of %d values for %d parameters", len(st.Momentum), l.size)
 	}
 	return nil
+}
+
+// tensors cuts a copy of v, of the layout's size, into the model's tensors.
+func (l *layout) tensors(v []float64) []training.Tensor {
+	return l.views(slices.Clone(v))
+}
+
+// views cuts v, of the layout's size, into the model's tensors, sharing v's values.
+func (l *layout) views(v []float64) []training.Tensor {
+	out := make([]training.Tensor, len(l.like))
+	off := 0
+	for i, t := range l.like {
+		out[i] = training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape), Data: v[off : off+l.sizes[i] : off+l.sizes[i]]}
+		off += l.sizes[i]
+	}
+	return out
 }
 
 // maxNorm is the configured bound on a contribution's norm (0: none).
@@ -94,8 +110,7 @@ func Step(cfg Config, st State, contribs []Contribution, weights map[string]floa
 	if err != nil {
 		return State{}, Closed{}, err
 	}
-	params, _ := training.Unflatten(theta, lay.like) // sizes match by construction
-	out, _ := training.Unflatten(theta, lay.like)
+	params, out := lay.views(theta), lay.tensors(theta)
 	next := State{Round: st.Round + 1, Params: params, Momentum: slices.Clone(outer.MomentumBuffer())}
 	return next, Closed{Round: st.Round, Included: included, Rejected: rejected, Params: out}, nil
 }
@@ -116,33 +131,29 @@ func weightOf(weights map[string]float64) func(Contribution) float64 {
 // contribution failed to decode (or broke the norm bound). With nothing included, theta and
 // outer are left as they are.
 func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64) (total float64, included, rejected []string, err error) {
-	var in []aggregate.Input
-	defer func() {
-		for _, x := range in { // Aggregate returns a new slice and the outer step keeps none
-			putVec(x.Vec)
-		}
-	}()
+	var in []aggregate.Source
+	buf := make([]float64, min(lay.size, checkChunk))
 	for _, c := range cs {
 		w := weight(c)
 		if !(w > 0) {
 			continue
 		}
 		begin(cfg.Meter, PhaseDecode)
-		vec, err := lay.flatten(c.Msg, maxNorm(cfg))
+		rd, err := lay.reader(c.Msg, maxNorm(cfg), buf)
 		end(cfg.Meter, PhaseDecode)
 		if err != nil {
 			rejected = append(rejected, c.Peer)
 			continue
 		}
 		included = append(included, c.Peer)
-		in = append(in, aggregate.Input{ID: c.Peer, Weight: w, Vec: vec})
+		in = append(in, aggregate.Source{ID: c.Peer, Weight: w, Read: rd.Read})
 		total += w
 	}
 	if len(in) == 0 {
 		return 0, included, rejected, nil
 	}
 	begin(cfg.Meter, PhaseAggregate)
-	g, err := aggregate.Aggregate(cfg.Aggregate, in)
+	g, err := aggregate.AggregateStream(cfg.Aggregate, lay.size, in)
 	end(cfg.Meter, PhaseAggregate)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("round: aggregating round %d: %w", r, err)
@@ -156,29 +167,36 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 	return total, included, rejected, nil
 }
 
-// flatten decodes msg into one vector in the model's parameter order. Every tensor must be
-// present exactly once with its shape, and the vector's L2 norm at most bound.
-// The vector comes from vecPool; closeStep puts it back.
-func (l *layout) flatten(msg *compress.Message, bound float64) ([]float64, error) {
-	vec := getVec(l.size) // DecodeInto writes every value or fails
-	views := make([]compress.Tensor, len(l.like))
+// checkChunk is how many values of a contribution reader checks at a time.
+const checkChunk = 1 << 16
+
+// reader checks that msg decodes into the model's tensors, every tensor present exactly
+// once with its shape, every value finite and the L2 norm at most bound (summed in
+// coordinate order, as over the whole vector), reading it a range at a time into buf, and
+// returns a reader of its values in the model's parameter order. The aggregation reads the
+// contribution again from it, range by range: no contribution is ever held decoded whole.
+func (l *layout) reader(msg *compress.Message, bound float64, buf []float64) (*compress.RangeReader, error) {
+	like := make([]compress.Tensor, len(l.like))
 	for i, t := range l.like {
-		off := l.offsets[t.Name]
-		views[i] = compress.Tensor{Name: t.Name, Shape: t.Shape, Data: vec[off : off+len(t.Data)]}
+		like[i] = compress.Tensor{Name: t.Name, Shape: t.Shape}
 	}
-	if err := msg.DecodeInto(views); err != nil {
-		putVec(vec)
+	rd, err := msg.NewRangeReader(like)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	if !math.IsInf(bound, 1) {
-		ss := 0.0
-		for _, v := range vec {
+	ss := 0.0
+	for lo := 0; lo < l.size; lo += len(buf) {
+		hi := min(lo+len(buf), l.size)
+		vals := buf[:hi-lo]
+		if err := rd.Read(lo, hi, vals); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		for _, v := range vals {
 			ss += float64(v * v)
 		}
-		if !(math.Sqrt(ss) <= bound) {
-			putVec(vec)
-			return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), bound)
-		}
 	}
-	return vec, nil
+	if !math.IsInf(bound, 1) && !(math.Sqrt(ss) <= bound) {
+		return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), bound)
+	}
+	return rd, nil
 }

@@ -173,3 +173,31 @@ func workAndClose(t *testing.T, m *Machine, s *Start) []byte {
 	}
 	return b
 }
+
+// TestResetDuringLocalWorkKeepsItsStart: local work under way when a Reset puts another θ
+// in force still ends with the pseudo-gradient from the point it started from.
+func TestResetDuringLocalWorkKeepsItsStart(t *testing.T) {
+	for _, cfg := range []Config{testConfig("a", 1), eagerConfig("a", 1)} {
+		a, b := newMachine(t, cfg, testTheta(1)), newMachine(t, cfg, testTheta(1))
+		sa, _ := a.Start()
+		sb, _ := b.Start()
+		other := a.State()
+		other.Params = testTheta(9)
+		if err := a.Reset(other); err != nil {
+			t.Fatal(err)
+		}
+		ra, err := a.LocalDone(0, perturb(sa.Params, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := b.LocalDone(0, perturb(sb.Params, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ba, _ := ra.Send.Msg.Bytes()
+		bb, _ := rb.Send.Msg.Bytes()
+		if !bytes.Equal(ba, bb) {
+			t.Fatalf("%s start: the contribution after a Reset is not the pseudo-gradient from the work's start", cfg.StartPoint)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package aggregate
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// sources reads the inputs' vectors, counting the values read.
+func sources(in []Input, read *int) []Source {
+	out := make([]Source, len(in))
+	for i, x := range in {
+		out[i] = Source{ID: x.ID, Weight: x.Weight, Read: func(lo, hi int, dst []float64) error {
+			*read += hi - lo
+			copy(dst, x.Vec[lo:hi])
+			return nil
+		}}
+	}
+	return out
+}
+
+func TestStreamSameBitsAsAggregate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, cfg := range append(slices.Clone(methods), Config{Method: CenteredClip, Tau: 1e-9}) {
+		for _, n := range []int{1, 2, 5, 9} {
+			in := randInputs(rng, n, 301, n%2 == 0)
+			if n == 9 { // one far input, which the robust rules treat apart
+				for j := range in[4].Vec {
+					in[4].Vec[j] *= 50
+				}
+			}
+			want := mustAggregate(t, cfg, in)
+			for _, chunk := range []int{0, 1, 7, 100, 301} {
+				read := 0
+				got, err := aggregateStream(cfg, 301, chunk, sources(in, &read))
+				if err != nil {
+					t.Fatalf("%s n=%d chunk %d: %v", cfg.Method, n, chunk, err)
+				}
+				for j := range want {
+					if math.Float64bits(got[j]) != math.Float64bits(want[j]) {
+						t.Fatalf("%s n=%d chunk %d: coordinate %d is %v, Aggregate gave %v", cfg.Method, n, chunk, j, got[j], want[j])
+					}
+				}
+				if read < n*301 {
+					t.Fatalf("%s n=%d chunk %d: read %d values of %d", cfg.Method, n, chunk, read, n*301)
+				}
+			}
+		}
+	}
+}
+
+func TestStreamHoldsOneRangeOfEachInput(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	in := randInputs(rng, 4, 5000, false)
+	widest := 0
+	src := sources(in, new(int))
+	for i := range src {
+		read := src[i].Read
+		src[i].Read = func(lo, hi int, dst []float64) error {
+			widest = max(widest, hi-lo)
+			return read(lo, hi, dst)
+		}
+	}
+	if _, err := aggregateStream(Config{Method: FilteredMean}, 5000, 600, src); err != nil {
+		t.Fatal(err)
+	}
+	if widest != 600 {
+		t.Errorf("widest range read %d, want 600", widest)
+	}
+}
+
+func TestStreamErrors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	in := randInputs(rng, 3, 50, false)
+	bad := slices.Clone(in)
+	bad[1].Vec = slices.Clone(bad[1].Vec)
+	bad[1].Vec[40] = math.Inf(1)
+	dup := slices.Clone(in)
+	dup[2].ID = dup[0].ID
+	zero := slices.Clone(in)
+	zero[0].Weight = 0
+	failing := sources(in, new(int))
+	boom := errors.New("boom")
+	failing[2].Read = func(int, int, []float64) error { return boom }
+	for name, c := range map[string]struct {
+		src []Source
+		is  error
+	}{
+		"none": {nil, ErrEmpty}, "not finite": {sources(bad, new(int)), ErrNotFinite},
+		"duplicate": {sources(dup, new(int)), ErrDuplicate}, "weight": {sources(zero, new(int)), ErrWeight},
+		"read": {failing, boom},
+	} {
+		for _, cfg := range methods {
+			if _, err := aggregateStream(cfg, 50, 16, c.src); !errors.Is(err, c.is) {
+				t.Errorf("%s, %s: %v, want %v", name, cfg.Method, err, c.is)
+			}
+		}
+	}
+}
