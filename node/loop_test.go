@@ -134,6 +134,12 @@ func (b *bus) publish(from *loop, kind string, data []byte) error {
 			return err
 		}
 		ev = evidenceIn{ev: e}
+	case p2p.KindRecords:
+		sr, rec, err := incentives.DecodeSignedRecord(data)
+		if err != nil {
+			return err
+		}
+		ev = recordIn{sr: sr, rec: rec}
 	default:
 		return nil
 	}
