@@ -62,18 +62,19 @@ func allocateRanks(cs []rankChoice, budget int) ([]int, error) {
 }
 
 // isLowRank reports whether a tensor of this shape is sent as low-rank factors.
-func (e *Encoder) isLowRank(shape []int) bool {
-	return len(shape) == 2 && shape[0]*shape[1] >= e.cfg.MinLowRank && min(shape[0], shape[1]) >= 2
-}
+func (e *Encoder) isLowRank(shape []int) bool { return lowRankShape(shape, e.cfg.MinLowRank) }
 
 // budgetRanks sets this round's rank of every low-rank tensor in ts (checked) so that the
-// message's payload fits this round's budget (roundBudget). Nothing changes on error.
-func (e *Encoder) budgetRanks(ts []Tensor) error {
+// message's payload fits this round's budget (roundBudget); only the dense tensors that are
+// due (due nil: all) take bytes. Nothing changes on error.
+func (e *Encoder) budgetRanks(ts []Tensor, due []bool) error {
 	var cs []rankChoice
 	dense, lowest := 0, 0
-	for _, t := range ts {
+	for i, t := range ts {
 		if !e.isLowRank(t.Shape) {
-			dense += e.denseBytes(len(t.Data))
+			if due == nil || due[i] {
+				dense += e.denseBytes(len(t.Data))
+			}
 			continue
 		}
 		c := e.choice(t)

@@ -26,6 +26,8 @@ const (
 	MaxRank = 1024
 	// MaxFirstBudget bounds Config.FirstBudget.
 	MaxFirstBudget = 16
+	// MaxDenseEvery bounds Config.DenseEvery.
+	MaxDenseEvery = 64
 )
 
 // ErrConfig is returned (wrapped) by Config.Validate and NewEncoder for an invalid Config.
@@ -68,6 +70,13 @@ type Config struct {
 	// so that once the debt is repaid the messages have spent no more than ByteBudget each
 	// on average.
 	FirstBudget float64
+	// DenseEvery, above 1, sends the dense tensors (those not sent low-rank: biases and
+	// other small tensors) only every DenseEvery-th round, in rotation, so that the byte
+	// budget goes to the matrices: see Due. A dense tensor not due in a round is left out
+	// of the message and its pseudo-gradient is added to its residual, all of which it
+	// sends when it is next due. 0 and 1 send every tensor every round. Encode needs
+	// EncodeRound when it is above 1.
+	DenseEvery int
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -118,6 +127,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
 	case c.FactorBits != 4 && c.FactorBits != 2:
 		return fmt.Errorf("%w: factor bits %d (want 4 or 2)", ErrConfig, c.FactorBits)
+	case c.DenseEvery < 0 || c.DenseEvery > MaxDenseEvery:
+		return fmt.Errorf("%w: dense every %d not in [0, %d]", ErrConfig, c.DenseEvery, MaxDenseEvery)
 	case c.FactorBits == 2 && c.BlockSize%4 != 0:
 		return fmt.Errorf("%w: block size %d with 2-bit factors (want a multiple of 4)", ErrConfig, c.BlockSize)
 	}

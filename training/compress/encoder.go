@@ -35,6 +35,9 @@ type tensorState struct {
 	captured float64
 	// residualNorm is ‖residual‖ after the last round.
 	residualNorm float64
+	// pending: the tensor was left out of a message (Config.DenseEvery) since it was last
+	// sent, and its residual already decayed once. held: it was left out of the last one.
+	pending, held bool
 }
 
 // TensorStats describes one tensor's last encoding.
@@ -45,6 +48,9 @@ type TensorStats struct {
 	NextRank int     // rank the next round will use
 	Captured float64 // 1 − ‖residual‖²/‖delta+residual‖² after the last round
 	Residual float64 // ‖residual‖ after the last round
+	// Held: the tensor was not due in the last round (Config.DenseEvery) and was left out
+	// of the message; Captured is then 0.
+	Held bool
 }
 
 // NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
@@ -60,19 +66,45 @@ func (e *Encoder) Config() Config { return e.cfg }
 
 // Encode compresses delta + FeedbackDecay·residual for every tensor, in the given order, and keeps what the
 // receiver will not reconstruct as the new residual. The input slices are not retained or
-// modified. On error the Encoder's state is unchanged.
+// modified. On error the Encoder's state is unchanged. With Config.DenseEvery above 1 it
+// fails (ErrConfig): use EncodeRound, which knows the round.
 func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
+	if e.cfg.DenseEvery > 1 {
+		return nil, fmt.Errorf("%w: dense every %d needs the round (EncodeRound)", ErrConfig, e.cfg.DenseEvery)
+	}
+	return e.encode(ts, nil)
+}
+
+// EncodeRound is Encode for round r: the message carries the tensors Config.Due says are
+// due in r, and every other tensor's pseudo-gradient is added to its residual, nothing
+// of it sent. A tensor's residual is decayed (Config.FeedbackDecay) only in the round
+// after the tensor was sent, so a tensor left out for some rounds sends, when next due,
+// the sum of their pseudo-gradients and the decayed remainder of its last message.
+func (e *Encoder) EncodeRound(r uint64, ts []Tensor) (*Message, error) {
+	shapes := make([][]int, len(ts))
+	for i, t := range ts {
+		shapes[i] = t.Shape
+	}
+	return e.encode(ts, e.cfg.Due(r, shapes))
+}
+
+// encode encodes the tensors of ts that are due (due nil: all) and accumulates the others.
+func (e *Encoder) encode(ts []Tensor, due []bool) (*Message, error) {
 	if err := e.check(ts); err != nil {
 		return nil, err
 	}
 	if e.cfg.ByteBudget > 0 {
-		if err := e.budgetRanks(ts); err != nil {
+		if err := e.budgetRanks(ts, due); err != nil {
 			return nil, err
 		}
 	}
 	m := &Message{part: 0, parts: 1, block: e.cfg.BlockSize, maxShard: e.cfg.MaxShardBytes}
 	m.pieces = make([]piece, 0, len(ts))
-	for _, t := range ts {
+	for i, t := range ts {
+		if due != nil && !due[i] {
+			e.hold(t)
+			continue
+		}
 		p, err := e.encodeOne(t)
 		if err != nil { // not reachable after check; kept as a guard
 			return nil, fmt.Errorf("encoding %q: %w", t.Name, err)
@@ -103,7 +135,7 @@ func (e *Encoder) check(ts []Tensor) error {
 		for i, v := range t.Data {
 			x := v
 			if st != nil {
-				x = e.feedback(st.residual[i], v)
+				x = e.input(st, st.residual[i], v)
 			}
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
@@ -122,6 +154,25 @@ func (e *Encoder) feedback(residual, delta float64) float64 {
 	return float64(e.cfg.FeedbackDecay*residual) + delta
 }
 
+// input is one value of a tensor's next input: feedback, or for a tensor left out of the
+// last message (pending) the plain sum, its residual having been decayed already.
+func (e *Encoder) input(st *tensorState, residual, delta float64) float64 {
+	if st.pending {
+		return residual + delta
+	}
+	return e.feedback(residual, delta)
+}
+
+// hold adds a checked tensor that is not due to its residual, sending nothing.
+func (e *Encoder) hold(t Tensor) {
+	st := e.stateFor(t)
+	for i, v := range t.Data {
+		st.residual[i] = e.input(st, st.residual[i], v)
+	}
+	st.pending, st.held = true, true
+	st.captured, st.residualNorm = 0, math.Sqrt(sumSquares(st.residual))
+}
+
 func positive(shape []int) bool {
 	for _, d := range shape {
 		if d < 1 || d > 1<<31 {
@@ -136,8 +187,9 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	st := e.stateFor(t)
 	x := st.residual
 	for i, v := range t.Data {
-		x[i] = e.feedback(x[i], v)
+		x[i] = e.input(st, x[i], v)
 	}
+	st.pending, st.held = false, false
 	var p piece
 	var err error
 	if st.lr != nil {
@@ -222,7 +274,7 @@ func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))
 	for _, name := range e.order {
 		st := e.state[name]
-		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm}
+		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
 			s.Rank = st.lr.lastRank
