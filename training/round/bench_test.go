@@ -38,7 +38,7 @@ func BenchmarkDecodeContribution(b *testing.B) {
 	}
 	b.SetBytes(int64(8 * len(m.theta)))
 	for b.Loop() {
-		vec, err := m.flatten(rd.Send.Msg, maxNorm(m.cfg))
+		vec, err := m.flatten(rd.Send.Msg, maxNorm(m.cfg), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

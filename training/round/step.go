@@ -122,13 +122,14 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 			putVec(x.Vec)
 		}
 	}()
+	due := cfg.Compress.Due(r, lay.shapeList()) // a tensor not due in r is zero in every input
 	for _, c := range cs {
 		w := weight(c)
 		if !(w > 0) {
 			continue
 		}
 		begin(cfg.Meter, PhaseDecode)
-		vec, err := lay.flatten(c.Msg, maxNorm(cfg))
+		vec, err := lay.flatten(c.Msg, maxNorm(cfg), due)
 		end(cfg.Meter, PhaseDecode)
 		if err != nil {
 			rejected = append(rejected, c.Peer)
@@ -156,17 +157,27 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 	return total, included, rejected, nil
 }
 
-// flatten decodes msg into one vector in the model's parameter order. Every tensor must be
-// present exactly once with its shape, and the vector's L2 norm at most bound.
+// shapeList is the tensors' shapes in the model's order.
+func (l *layout) shapeList() [][]int {
+	out := make([][]int, len(l.like))
+	for i, t := range l.like {
+		out[i] = t.Shape
+	}
+	return out
+}
+
+// flatten decodes msg into one vector in the model's parameter order. Every tensor due in
+// the round (due nil: all) must be present exactly once with its shape, every other one
+// absent (its values are zero), and the vector's L2 norm at most bound.
 // The vector comes from vecPool; closeStep puts it back.
-func (l *layout) flatten(msg *compress.Message, bound float64) ([]float64, error) {
+func (l *layout) flatten(msg *compress.Message, bound float64, due []bool) ([]float64, error) {
 	vec := getVec(l.size) // DecodeInto writes every value or fails
 	views := make([]compress.Tensor, len(l.like))
 	for i, t := range l.like {
 		off := l.offsets[t.Name]
 		views[i] = compress.Tensor{Name: t.Name, Shape: t.Shape, Data: vec[off : off+len(t.Data)]}
 	}
-	if err := msg.DecodeInto(views); err != nil {
+	if err := msg.DecodeDue(views, due); err != nil {
 		putVec(vec)
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
