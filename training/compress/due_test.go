@@ -210,6 +210,10 @@ func TestDecodeDueRefusesTheWrongTensors(t *testing.T) {
 			t.Fatalf("round 1's message decoded for round %d: %v, want ErrMalformed", r, err)
 		}
 	}
+	all := mustEncode(t, mustEncoder(t, Config{MinLowRank: 64, RankMax: 3}), dueInputs(rng, 1))
+	if err := all.DecodeDue(dst(), cfg.Due(1, dueShapes)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a message with every tensor decoded for round 1: %v, want ErrMalformed", err)
+	}
 	if err := m.DecodeInto(dst()); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a message without every tensor decoded with all of them due: %v", err)
 	}
