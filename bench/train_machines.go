@@ -279,12 +279,13 @@ type CodecTensor struct {
 	Rank     int     `json:"rank"` // 0: sent dense
 	Captured float64 `json:"captured_energy"`
 	Residual float64 `json:"residual_norm"`
+	Held     bool    `json:"held,omitempty"` // not due this round (--dense-every): left out of the message
 }
 
 func (s *simNet) noteCodec(r uint64) {
 	cr := CodecRound{Round: r}
 	for _, t := range s.ms[0].CodecStats() {
-		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, Captured: t.Captured, Residual: t.Residual})
+		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, Captured: t.Captured, Residual: t.Residual, Held: t.Held})
 	}
 	s.codec = append(s.codec, cr)
 }

@@ -128,6 +128,12 @@ type CompressionSpec struct {
 	// of the ratio's, in [1, 16]; the messages after it repay the extra bytes, so that the
 	// average over a run stays within the ratio once they are repaid. 0 means 1.
 	FirstBudget float64 `toml:"first_budget" cbor:"13,keyasint,omitempty"`
+	// DenseEvery, above 1, sends the tensors that are not low-rank (biases and other small
+	// tensors) only every dense_every-th round, in rotation (compress.Config.Due), each
+	// with all it accumulated meanwhile, so that the byte budget goes to the matrices; a
+	// tensor a message does not carry counts as zero in that round's aggregate. In
+	// [0, 64]; 0 and 1 send every tensor in every round.
+	DenseEvery int `toml:"dense_every" cbor:"14,keyasint,omitempty"`
 }
 
 // DefaultMaxNorm is the shard norm bound of a spec that sets none: a sanity bound, far above
@@ -251,6 +257,9 @@ func (t *TrainingSpec) fill() {
 		if c.FactorBits != 0 {
 			t.Compression.FactorBits = c.FactorBits
 		}
+		if c.DenseEvery != 0 {
+			t.Compression.DenseEvery = c.DenseEvery
+		}
 	}
 	if t.Compression.FeedbackDecay == 0 {
 		t.Compression.FeedbackDecay = 1
@@ -356,9 +365,9 @@ func (o *OuterOptSpec) validate() error {
 }
 
 // withoutBounds is c without the fields added after the first spec (feedback_decay,
-// max_norm, factor_bits, target_ratio, first_budget), which fill on their own.
+// max_norm, factor_bits, target_ratio, first_budget, dense_every), which fill on their own.
 func (c CompressionSpec) withoutBounds() CompressionSpec {
-	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio, c.FirstBudget = 0, 0, 0, 0, 0
+	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio, c.FirstBudget, c.DenseEvery = 0, 0, 0, 0, 0, 0
 	return c
 }
 
@@ -388,6 +397,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("target_ratio", "%v: want 0 (none) or a ratio in [1, 1e6]", c.TargetRatio)
 	case !finite(c.FirstBudget) || c.FirstBudget != 0 && (c.FirstBudget < 1 || c.FirstBudget > 16):
 		return keyErr("first_budget", "%v: want 0 (none) or a multiple in [1, 16]", c.FirstBudget)
+	case c.DenseEvery < 0 || c.DenseEvery > 64:
+		return keyErr("dense_every", "%d not in [0, 64]", c.DenseEvery)
 	case !finite(c.MaxNorm) || c.MaxNorm <= 0 || c.MaxNorm > MaxMaxNorm:
 		return keyErr("max_norm", "%v: want a positive number at most %g", c.MaxNorm, float64(MaxMaxNorm))
 	}
