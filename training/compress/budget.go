@@ -62,7 +62,9 @@ func allocateRanks(cs []rankChoice, budget int) ([]int, error) {
 }
 
 // isLowRank reports whether a tensor of this shape is sent as low-rank factors.
-func (e *Encoder) isLowRank(shape []int) bool { return lowRankShape(shape, e.cfg.MinLowRank) }
+func (e *Encoder) isLowRank(shape []int) bool {
+	return e.cfg.Codec != CodecTopK && lowRankShape(shape, e.cfg.MinLowRank)
+}
 
 // budgetRanks sets this round's rank of every low-rank tensor in ts (checked) so that the
 // message's payload fits this round's budget (roundBudget); only the dense tensors that are

@@ -77,6 +77,11 @@ type Config struct {
 	// sends when it is next due. 0 and 1 send every tensor every round. Encode needs
 	// EncodeRound when it is above 1.
 	DenseEvery int
+	// Codec is CodecLowRank ("" means it) or CodecTopK: every tensor sent as its values of
+	// the largest magnitude across the whole model, with their indices, as many as
+	// ByteBudget holds (which it needs; DenseEvery must be at most 1), under the same error
+	// feedback. It exists to measure low-rank against top-k at equal bytes.
+	Codec string
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -127,6 +132,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
 	case c.FactorBits != 4 && c.FactorBits != 2:
 		return fmt.Errorf("%w: factor bits %d (want 4 or 2)", ErrConfig, c.FactorBits)
+	case c.Codec != "" && c.Codec != CodecLowRank && c.Codec != CodecTopK:
+		return fmt.Errorf("%w: codec %q (want %q or %q)", ErrConfig, c.Codec, CodecLowRank, CodecTopK)
+	case c.Codec == CodecTopK && (c.DenseEvery > 1 || c.NoQuant || c.FirstBudget > 1):
+		return fmt.Errorf("%w: top-k with dense every %d, no quantisation %v or first budget %v", ErrConfig, c.DenseEvery, c.NoQuant, c.FirstBudget)
 	case c.DenseEvery < 0 || c.DenseEvery > MaxDenseEvery:
 		return fmt.Errorf("%w: dense every %d not in [0, %d]", ErrConfig, c.DenseEvery, MaxDenseEvery)
 	case c.FactorBits == 2 && c.BlockSize%4 != 0:

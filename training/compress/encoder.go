@@ -38,6 +38,8 @@ type tensorState struct {
 	// pending: the tensor was left out of a message (Config.DenseEvery) since it was last
 	// sent, and its residual already decayed once. held: it was left out of the last one.
 	pending, held bool
+	// input is ‖x‖² of the last round's input (for a held tensor: of its residual).
+	input float64
 }
 
 // TensorStats describes one tensor's last encoding.
@@ -51,6 +53,9 @@ type TensorStats struct {
 	// Held: the tensor was not due in the last round (Config.DenseEvery) and was left out
 	// of the message; Captured is then 0.
 	Held bool
+	// Input is ‖x‖² of the last round's input, x = delta + decayed residual: what
+	// Captured is a fraction of.
+	Input float64
 }
 
 // NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
@@ -92,6 +97,9 @@ func (e *Encoder) EncodeRound(r uint64, ts []Tensor) (*Message, error) {
 func (e *Encoder) encode(ts []Tensor, due []bool) (*Message, error) {
 	if err := e.check(ts); err != nil {
 		return nil, err
+	}
+	if e.cfg.Codec == CodecTopK {
+		return e.encodeTopK(ts)
 	}
 	if e.cfg.ByteBudget > 0 {
 		if err := e.budgetRanks(ts, due); err != nil {
@@ -170,7 +178,8 @@ func (e *Encoder) hold(t Tensor) {
 		st.residual[i] = e.input(st, st.residual[i], v)
 	}
 	st.pending, st.held = true, true
-	st.captured, st.residualNorm = 0, math.Sqrt(sumSquares(st.residual))
+	st.input = sumSquares(st.residual)
+	st.captured, st.residualNorm = 0, math.Sqrt(st.input)
 }
 
 func positive(shape []int) bool {
@@ -201,19 +210,25 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	if err != nil {
 		return piece{}, err
 	}
+	return p, e.settle(st, p, x)
+}
+
+// settle makes x minus what the receiver reconstructs from p the tensor's new residual, and
+// notes the captured energy (and, for a low-rank tensor, the gains and the next rank).
+func (e *Encoder) settle(st *tensorState, p piece, x []float64) error {
 	if cap(e.scratch) < len(x) {
 		e.scratch = make([]float64, len(x))
 	}
 	recon := e.scratch[:len(x)]
 	if err := p.reconstruct(recon, e.cfg.BlockSize); err != nil {
-		return piece{}, err
+		return err
 	}
 	ex := sumSquares(x)
 	for i := range x {
 		x[i] -= recon[i]
 	}
 	er := sumSquares(x)
-	st.residualNorm, st.captured = math.Sqrt(er), 1
+	st.residualNorm, st.captured, st.input = math.Sqrt(er), 1, ex
 	if ex > 0 {
 		st.captured = 1 - er/ex
 	}
@@ -223,7 +238,7 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 			e.adapt(st)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {
@@ -274,7 +289,7 @@ func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))
 	for _, name := range e.order {
 		st := e.state[name]
-		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held}
+		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held, Input: st.input}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
 			s.Rank = st.lr.lastRank

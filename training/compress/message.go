@@ -78,6 +78,9 @@ func (p *piece) span() (lo, hi int) {
 // reconstruct writes the piece's values into dst (length hi-lo of span) and checks they are
 // finite.
 func (p *piece) reconstruct(dst []float64, block int) error {
+	if p.Sparse {
+		return p.reconstructSparse(dst, block)
+	}
 	if p.Rank == 0 {
 		dequantise(dst, p.Codes, p.Scales, p.Bits, block)
 		if !finite(dst) {
