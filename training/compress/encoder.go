@@ -95,14 +95,15 @@ func (e *Encoder) EncodeRound(r uint64, ts []Tensor) (*Message, error) {
 
 // encode encodes the tensors of ts that are due (due nil: all) and accumulates the others.
 func (e *Encoder) encode(ts []Tensor, due []bool) (*Message, error) {
-	if err := e.check(ts); err != nil {
+	energy, err := e.check(ts)
+	if err != nil {
 		return nil, err
 	}
 	if e.cfg.Codec == CodecTopK {
 		return e.encodeTopK(ts)
 	}
 	if e.cfg.ByteBudget > 0 {
-		if err := e.budgetRanks(ts, due); err != nil {
+		if err := e.budgetRanks(ts, due, energy); err != nil {
 			return nil, err
 		}
 	}
@@ -122,38 +123,41 @@ func (e *Encoder) encode(ts []Tensor, due []bool) (*Message, error) {
 	return m, nil
 }
 
-// check validates ts against itself and the Encoder's state without changing anything.
-func (e *Encoder) check(ts []Tensor) error {
+// check validates ts against itself and the Encoder's state without changing anything, and
+// returns each tensor's input energy ‖x‖², x = delta + decayed residual, summed in order.
+func (e *Encoder) check(ts []Tensor) ([]float64, error) {
 	if len(ts) == 0 {
-		return fmt.Errorf("%w: no tensors", ErrInput)
+		return nil, fmt.Errorf("%w: no tensors", ErrInput)
 	}
+	energy := make([]float64, len(ts))
 	seen := make(map[string]bool, len(ts))
-	for _, t := range ts {
+	for k, t := range ts {
 		if t.Name == "" || len(t.Name) > 256 || seen[t.Name] {
-			return fmt.Errorf("%w: empty, long or duplicate name %q", ErrInput, t.Name)
+			return nil, fmt.Errorf("%w: empty, long or duplicate name %q", ErrInput, t.Name)
 		}
 		seen[t.Name] = true
 		if len(t.Shape) == 0 || len(t.Shape) > maxDims || !positive(t.Shape) || numel(t.Shape) != len(t.Data) {
-			return fmt.Errorf("%w: %q shape %v with %d values", ErrInput, t.Name, t.Shape, len(t.Data))
+			return nil, fmt.Errorf("%w: %q shape %v with %d values", ErrInput, t.Name, t.Shape, len(t.Data))
 		}
 		st := e.state[t.Name]
 		if st != nil && !slices.Equal(st.shape, t.Shape) {
-			return fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
+			return nil, fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
 		}
 		for i, v := range t.Data {
 			x := v
 			if st != nil {
 				x = e.input(st, st.residual[i], v)
 			}
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
+			if !(math.Abs(x) <= maxAbsInput) { // one test in the loop: NaN fails it too
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					return nil, fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
+				}
+				return nil, fmt.Errorf("%w: %q: %w: |value| %g > %g", ErrInput, t.Name, ErrRange, x, maxAbsInput)
 			}
-			if math.Abs(x) > maxAbsInput {
-				return fmt.Errorf("%w: %q: %w: |value| %g > %g", ErrInput, t.Name, ErrRange, x, maxAbsInput)
-			}
+			energy[k] += float64(x * x)
 		}
 	}
-	return nil
+	return energy, nil
 }
 
 // feedback is one value of the next input: the residual scaled by the decay, plus delta.
@@ -216,18 +220,26 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 // settle makes x minus what the receiver reconstructs from p the tensor's new residual, and
 // notes the captured energy (and, for a low-rank tensor, the gains and the next rank).
 func (e *Encoder) settle(st *tensorState, p piece, x []float64) error {
-	if cap(e.scratch) < len(x) {
-		e.scratch = make([]float64, len(x))
+	var ex, er float64
+	if p.Rank > 0 && !p.Sparse {
+		var err error
+		if ex, er, err = e.settleLowRank(p, x); err != nil {
+			return err
+		}
+	} else {
+		if cap(e.scratch) < len(x) {
+			e.scratch = make([]float64, len(x))
+		}
+		recon := e.scratch[:len(x)]
+		if err := p.reconstruct(recon, e.cfg.BlockSize); err != nil {
+			return err
+		}
+		ex = sumSquares(x)
+		for i := range x {
+			x[i] -= recon[i]
+		}
+		er = sumSquares(x)
 	}
-	recon := e.scratch[:len(x)]
-	if err := p.reconstruct(recon, e.cfg.BlockSize); err != nil {
-		return err
-	}
-	ex := sumSquares(x)
-	for i := range x {
-		x[i] -= recon[i]
-	}
-	er := sumSquares(x)
 	st.residualNorm, st.captured, st.input = math.Sqrt(er), 1, ex
 	if ex > 0 {
 		st.captured = 1 - er/ex
@@ -239,6 +251,30 @@ func (e *Encoder) settle(st *tensorState, p piece, x []float64) error {
 		}
 	}
 	return nil
+}
+
+// settleLowRank subtracts a low-rank piece's reconstruction from x row by row, as the
+// receiver reconstructs it, and returns ‖x‖² before and after, each summed in element
+// order as sumSquares sums them: the same bits as reconstructing the whole tensor first,
+// in one pass over x instead of four.
+func (e *Encoder) settleLowRank(p piece, x []float64) (ex, er float64, err error) {
+	f := p.factors(e.cfg.BlockSize)
+	safe := f.bounded()
+	row := make([]float64, f.cols)
+	for i := 0; i < f.h; i++ {
+		f.row(row, i)
+		if !safe && !finite(row) {
+			return 0, 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
+		}
+		xi := x[i*f.cols : (i+1)*f.cols]
+		for j, v := range xi {
+			ex += float64(v * v)
+			d := v - row[j]
+			er += float64(d * d)
+			xi[j] = d
+		}
+	}
+	return ex, er, nil
 }
 
 func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {
