@@ -74,8 +74,8 @@ type Config struct {
 	// other small tensors) only every DenseEvery-th round, in rotation, so that the byte
 	// budget goes to the matrices: see Due. A dense tensor not due in a round is left out
 	// of the message and its pseudo-gradient is added to its residual, all of which it
-	// sends when it is next due. 0 and 1 send every tensor every round. Encode needs
-	// EncodeRound when it is above 1.
+	// sends when it is next due. 0 and 1 send every tensor every round. A round's message
+	// must follow its round's schedule: encode it with EncodeRound.
 	DenseEvery int
 	// Codec is CodecLowRank ("" means it) or CodecTopK: every tensor sent as its values of
 	// the largest magnitude across the whole model, with their indices, as many as

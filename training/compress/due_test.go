@@ -185,7 +185,7 @@ func TestDenseEveryBudgetGoesToMatrices(t *testing.T) {
 }
 
 // DecodeDue zeroes the tensors that are not due and refuses a message that leaves out a due
-// tensor or carries one that is not due; Encode refuses DenseEvery; Validate bounds it.
+// tensor or carries one that is not due; Encode is EncodeRound(0); Validate bounds it.
 func TestDecodeDueRefusesTheWrongTensors(t *testing.T) {
 	cfg := Config{MinLowRank: 64, RankMax: 3, DenseEvery: 3}
 	e := mustEncoder(t, cfg)
@@ -217,8 +217,14 @@ func TestDecodeDueRefusesTheWrongTensors(t *testing.T) {
 	if err := m.DecodeInto(dst()); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a message without every tensor decoded with all of them due: %v", err)
 	}
-	if _, err := e.Encode(dueInputs(rng, 2)); !errors.Is(err, ErrConfig) {
-		t.Fatalf("Encode with DenseEvery: %v, want ErrConfig", err)
+	in := dueInputs(rng, 2)
+	a, b := mustEncoder(t, cfg), mustEncoder(t, cfg)
+	ma, err := a.EncodeRound(0, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb := mustEncode(t, b, in); !bytes.Equal(mustBytes(t, ma), mustBytes(t, mb)) {
+		t.Fatal("Encode is not EncodeRound for round 0")
 	}
 	for _, k := range []int{-1, MaxDenseEvery + 1} {
 		c := Config{DenseEvery: k}

@@ -71,14 +71,10 @@ func (e *Encoder) Config() Config { return e.cfg }
 
 // Encode compresses delta + FeedbackDecay·residual for every tensor, in the given order, and keeps what the
 // receiver will not reconstruct as the new residual. The input slices are not retained or
-// modified. On error the Encoder's state is unchanged. With Config.DenseEvery above 1 it
-// fails (ErrConfig): use EncodeRound, which knows the round.
-func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
-	if e.cfg.DenseEvery > 1 {
-		return nil, fmt.Errorf("%w: dense every %d needs the round (EncodeRound)", ErrConfig, e.cfg.DenseEvery)
-	}
-	return e.encode(ts, nil)
-}
+// modified. On error the Encoder's state is unchanged. It is EncodeRound for round 0: with
+// Config.DenseEvery above 1, a round's message must follow that round's schedule, so a
+// node encodes with EncodeRound.
+func (e *Encoder) Encode(ts []Tensor) (*Message, error) { return e.EncodeRound(0, ts) }
 
 // EncodeRound is Encode for round r: the message carries the tensors Config.Due says are
 // due in r, and every other tensor's pseudo-gradient is added to its residual, nothing
