@@ -139,10 +139,15 @@ func (e *Encoder) check(ts []Tensor) ([]float64, error) {
 		if st != nil && !slices.Equal(st.shape, t.Shape) {
 			return nil, fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
 		}
+		var res []float64
+		b := 1.0
+		if st != nil {
+			res, b = st.residual, e.decayOf(st)
+		}
 		for i, v := range t.Data {
 			x := v
-			if st != nil {
-				x = e.input(st, st.residual[i], v)
+			if res != nil {
+				x = float64(b*res[i]) + v
 			}
 			if !(math.Abs(x) <= maxAbsInput) { // one test in the loop: NaN fails it too
 				if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -156,27 +161,28 @@ func (e *Encoder) check(ts []Tensor) ([]float64, error) {
 	return energy, nil
 }
 
-// feedback is one value of the next input: the residual scaled by the decay, plus delta.
-// The product is rounded before the sum, so no machine fuses them.
-func (e *Encoder) feedback(residual, delta float64) float64 {
-	return float64(e.cfg.FeedbackDecay*residual) + delta
+// decayOf is the factor of a tensor's residual in its next input x = factor·residual +
+// delta (the product rounded before the sum): FeedbackDecay, or 1 for a tensor left out of
+// the last message (pending), whose residual was decayed already (1·r is r exactly).
+func (e *Encoder) decayOf(st *tensorState) float64 {
+	if st.pending {
+		return 1
+	}
+	return e.cfg.FeedbackDecay
 }
 
-// input is one value of a tensor's next input: feedback, or for a tensor left out of the
-// last message (pending) the plain sum, its residual having been decayed already.
-func (e *Encoder) input(st *tensorState, residual, delta float64) float64 {
-	if st.pending {
-		return residual + delta
+// addInput makes x (a tensor's residual) its next input: x = decayOf·x + delta.
+func (e *Encoder) addInput(st *tensorState, x, delta []float64) {
+	b := e.decayOf(st)
+	for i, v := range delta {
+		x[i] = float64(b*x[i]) + v
 	}
-	return e.feedback(residual, delta)
 }
 
 // hold adds a checked tensor that is not due to its residual, sending nothing.
 func (e *Encoder) hold(t Tensor) {
 	st := e.stateFor(t)
-	for i, v := range t.Data {
-		st.residual[i] = e.input(st, st.residual[i], v)
-	}
+	e.addInput(st, st.residual, t.Data)
 	st.pending, st.held = true, true
 	st.input = sumSquares(st.residual)
 	st.captured, st.residualNorm = 0, math.Sqrt(st.input)
@@ -195,9 +201,7 @@ func positive(shape []int) bool {
 func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	st := e.stateFor(t)
 	x := st.residual
-	for i, v := range t.Data {
-		x[i] = e.input(st, x[i], v)
-	}
+	e.addInput(st, x, t.Data)
 	st.pending, st.held = false, false
 	var p piece
 	var err error

@@ -185,11 +185,8 @@ func (e *Encoder) encodeTopK(ts []Tensor) (*Message, error) {
 	xs := make([][]float64, len(ts))
 	for i, t := range ts {
 		st := e.stateFor(t)
-		x := st.residual
-		for j, v := range t.Data {
-			x[j] = e.input(st, x[j], v)
-		}
-		xs[i] = x
+		e.addInput(st, st.residual, t.Data)
+		xs[i] = st.residual
 	}
 	_, bits := e.bits()
 	sel := selectTopK(xs, budget, bits, e.cfg.BlockSize)
