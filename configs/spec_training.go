@@ -210,9 +210,9 @@ func DefaultTrainingSpecFor(task string) TrainingSpec {
 	switch task {
 	case TaskFMNIST:
 		d.Context, d.Embed, d.Hidden, d.BatchSize = 0, 0, []int{512, 256}, 64
-	case TaskSynthetic: // too small for a 1000x budget: adaptive ranks
+	case TaskSynthetic: // too small for a 1000x budget: adaptive ranks, every tensor every round
 		d.Context, d.Embed, d.Hidden, d.BatchSize, d.InnerSteps = 0, 0, []int{16}, 16, 10
-		d.Compression.TargetRatio = 0
+		d.Compression.TargetRatio, d.Compression.DenseEvery = 0, 0
 	}
 	return d
 }
