@@ -110,7 +110,7 @@ func (e *Encoder) encode(ts []Tensor, due []bool) (*Message, error) {
 			e.hold(t)
 			continue
 		}
-		p, err := e.encodeOne(t)
+		p, err := e.encodeOne(t, energy[i])
 		if err != nil { // not reachable after check; kept as a guard
 			return nil, fmt.Errorf("encoding %q: %w", t.Name, err)
 		}
@@ -197,8 +197,9 @@ func positive(shape []int) bool {
 	return true
 }
 
-// encodeOne compresses one checked tensor and updates its state.
-func (e *Encoder) encodeOne(t Tensor) (piece, error) {
+// encodeOne compresses one checked tensor, whose input energy check summed, and updates its
+// state.
+func (e *Encoder) encodeOne(t Tensor, energy float64) (piece, error) {
 	st := e.stateFor(t)
 	x := st.residual
 	e.addInput(st, x, t.Data)
@@ -214,16 +215,18 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	if err != nil {
 		return piece{}, err
 	}
-	return p, e.settle(st, p, x)
+	return p, e.settle(st, p, x, energy)
 }
 
 // settle makes x minus what the receiver reconstructs from p the tensor's new residual, and
-// notes the captured energy (and, for a low-rank tensor, the gains and the next rank).
-func (e *Encoder) settle(st *tensorState, p piece, x []float64) error {
+// notes the captured energy (energy is ‖x‖² as Encoder.check summed it, used for a low-rank
+// piece) (and, for a low-rank tensor, the gains and the next rank).
+func (e *Encoder) settle(st *tensorState, p piece, x []float64, energy float64) error {
 	var ex, er float64
 	if p.Rank > 0 && !p.Sparse {
 		var err error
-		if ex, er, err = e.settleLowRank(p, x); err != nil {
+		ex = energy
+		if er, err = e.settleLowRank(p, x); err != nil {
 			return err
 		}
 	} else {
@@ -254,27 +257,26 @@ func (e *Encoder) settle(st *tensorState, p piece, x []float64) error {
 }
 
 // settleLowRank subtracts a low-rank piece's reconstruction from x row by row, as the
-// receiver reconstructs it, and returns ‖x‖² before and after, each summed in element
-// order as sumSquares sums them: the same bits as reconstructing the whole tensor first,
-// in one pass over x instead of four.
-func (e *Encoder) settleLowRank(p piece, x []float64) (ex, er float64, err error) {
+// receiver reconstructs it, and returns ‖x‖² after, summed in element order as sumSquares
+// sums it: the same bits as reconstructing the whole tensor first, in one pass over x. (‖x‖²
+// before is Encoder.check's sum: the same values in the same order.)
+func (e *Encoder) settleLowRank(p piece, x []float64) (er float64, err error) {
 	f := p.factors(e.cfg.BlockSize)
 	safe := f.bounded()
 	row := make([]float64, f.cols)
 	for i := 0; i < f.h; i++ {
 		f.row(row, i)
 		if !safe && !finite(row) {
-			return 0, 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
+			return 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}
 		xi := x[i*f.cols : (i+1)*f.cols]
 		for j, v := range xi {
-			ex += float64(v * v)
 			d := v - row[j]
 			er += float64(d * d)
 			xi[j] = d
 		}
 	}
-	return ex, er, nil
+	return er, nil
 }
 
 func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {

@@ -196,7 +196,7 @@ func (e *Encoder) encodeTopK(ts []Tensor) (*Message, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encoding %q: %w", t.Name, err)
 		}
-		if err := e.settle(e.state[t.Name], p, xs[i]); err != nil {
+		if err := e.settle(e.state[t.Name], p, xs[i], 0); err != nil { // sparse: settle sums ‖x‖² itself
 			return nil, err
 		}
 		m.pieces = append(m.pieces, p)
