@@ -279,12 +279,36 @@ type CodecTensor struct {
 	Rank     int     `json:"rank"` // 0: sent dense
 	Captured float64 `json:"captured_energy"`
 	Residual float64 `json:"residual_norm"`
+	Held     bool    `json:"held,omitempty"` // not due this round (--dense-every): left out of the message
+	Input    float64 `json:"input_norm"`     // ‖delta + decayed residual‖, of which captured_energy is the share sent
+}
+
+// capturedEnergy is the share of the whole model's input energy (Σ‖x‖² over the tensors)
+// that the messages carried, 1 − Σ‖residual‖² / Σ‖x‖², averaged over the rounds.
+func capturedEnergy(rs []CodecRound) float64 {
+	var sum float64
+	n := 0
+	for _, r := range rs {
+		var in, res float64
+		for _, t := range r.Tensors {
+			in += t.Input * t.Input
+			res += t.Residual * t.Residual
+		}
+		if in > 0 {
+			sum += 1 - res/in
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 func (s *simNet) noteCodec(r uint64) {
 	cr := CodecRound{Round: r}
 	for _, t := range s.ms[0].CodecStats() {
-		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, Captured: t.Captured, Residual: t.Residual})
+		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, Captured: t.Captured, Residual: t.Residual, Held: t.Held, Input: math.Sqrt(t.Input)})
 	}
 	s.codec = append(s.codec, cr)
 }

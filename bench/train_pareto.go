@@ -37,6 +37,10 @@ type ParetoRow struct {
 	AccuracyMean   *float64 `json:"accuracy_mean,omitempty"`
 	GapVsDiLoCo    float64  `json:"gap_vs_diloco"`
 	GapVsAllReduce float64  `json:"gap_vs_allreduce"`
+	// CapturedEnergy is the share of the codec's input energy its messages carried
+	// (ModeResult.CapturedEnergy); CompressShare the share of CPU time in the codec.
+	CapturedEnergy float64 `json:"captured_energy"`
+	CompressShare  float64 `json:"compress_share"`
 }
 
 // RunPareto runs, over opt.Seeds seeds, allreduce and dense diloco once each, then for each
@@ -74,6 +78,7 @@ func RunPareto(ctx context.Context, opt TrainOptions, ratios []float64, logw io.
 				LossMean: m.TestLoss, LossSD: m.TestLossSD, AccuracyMean: m.TestAcc,
 				GapVsDiLoCo:    m.TestLoss/res.DiLoCo.LossMean - 1,
 				GapVsAllReduce: m.TestLoss/res.AllReduce.LossMean - 1,
+				CapturedEnergy: m.CapturedEnergy, CompressShare: m.CompressShare,
 			})
 		}
 	}
@@ -95,11 +100,11 @@ func (r *ParetoResult) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "task %s: %d seed(s), %d rounds; test loss mean ± sd\n", r.Task, r.Seeds, r.Rounds)
 	fmt.Fprintf(w, "allreduce %.4f ± %.4f (accuracy %s); diloco %.4f ± %.4f (accuracy %s)\n",
 		r.AllReduce.LossMean, r.AllReduce.LossSD, acc(r.AllReduce.AccuracyMean), r.DiLoCo.LossMean, r.DiLoCo.LossSD, acc(r.DiLoCo.AccuracyMean))
-	fmt.Fprintf(w, "%8s %6s %9s %12s %17s %8s %10s %10s\n", "target", "delay", "achieved", "bytes/round", "test_loss", "accuracy", "vs_diloco", "vs_allred")
+	fmt.Fprintf(w, "%8s %6s %9s %12s %17s %8s %10s %10s %8s %6s\n", "target", "delay", "achieved", "bytes/round", "test_loss", "accuracy", "vs_diloco", "vs_allred", "captured", "codec")
 	for _, row := range r.Rows {
 		loss := fmt.Sprintf("%.4f ± %.4f", row.LossMean, row.LossSD)
-		if _, err := fmt.Fprintf(w, "%7.0fx %6v %8.1fx %12.0f %17s %8s %+9.1f%% %+9.1f%%\n", row.TargetRatio, row.Delay, row.AchievedRatio, row.BytesPerRound,
-			loss, acc(row.AccuracyMean), 100*row.GapVsDiLoCo, 100*row.GapVsAllReduce); err != nil {
+		if _, err := fmt.Fprintf(w, "%7.0fx %6v %8.1fx %12.0f %17s %8s %+9.1f%% %+9.1f%% %8.3f %5.1f%%\n", row.TargetRatio, row.Delay, row.AchievedRatio, row.BytesPerRound,
+			loss, acc(row.AccuracyMean), 100*row.GapVsDiLoCo, 100*row.GapVsAllReduce, row.CapturedEnergy, 100*row.CompressShare); err != nil {
 			return err
 		}
 	}

@@ -55,6 +55,10 @@ type ModeResult struct {
 	// Agree is true when, in every seed's run, every simulated node ended with byte-identical
 	// parameters.
 	Agree bool `json:"nodes_agree"`
+	// CapturedEnergy is, for the compressed modes, the share of the codec's input energy
+	// (pseudo-gradient plus error feedback, whole model) its messages carried, averaged
+	// over the rounds and the seeds (worker 0).
+	CapturedEnergy float64 `json:"captured_energy,omitempty"`
 	// Codec is, for the compressed modes, worker 0's codec statistics per round (first
 	// seed): each tensor's rank, captured energy and residual norm.
 	Codec []CodecRound `json:"codec,omitempty"`
@@ -88,6 +92,7 @@ func meanOf(runs []*ModeResult) ModeResult {
 		{&out.AggregateShare, func(r *ModeResult) float64 { return r.AggregateShare }},
 		{&out.TokensPerS, func(r *ModeResult) float64 { return r.TokensPerS }},
 		{&out.Seconds, func(r *ModeResult) float64 { return r.Seconds }},
+		{&out.CapturedEnergy, func(r *ModeResult) float64 { return r.CapturedEnergy }},
 	} {
 		*f.dst, _ = meanSD(pick(f.get))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/lowband/lowband/training/compress"
 )
 
 func TestRunTrainTiny(t *testing.T) {
@@ -123,6 +125,44 @@ func checkCodecStats(t *testing.T, m ModeResult, rounds int) {
 		}
 		if !lowRank {
 			t.Errorf("%s round %d: no low-rank tensor in %+v", m.Name, cr.Round, cr.Tensors)
+		}
+	}
+}
+
+// The top-k codec and the dense tensors held back (DenseEvery) run through the machines:
+// every node agrees, the target ratio is met, the captured energy is a share, and with
+// DenseEvery the codec statistics show tensors held back.
+func TestRunTrainTopKAndDenseEvery(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 2, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax = 64, 16
+	o.Modes, o.TargetRatio = []string{ModeCompressDelay}, 10
+	for _, edit := range []func(*TrainOptions){
+		func(o *TrainOptions) { o.Compress.Codec = compress.CodecTopK },
+		func(o *TrainOptions) { o.Compress.DenseEvery = 3 },
+	} {
+		oo := o
+		edit(&oo)
+		res, err := RunTrain(context.Background(), oo, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Modes[0]
+		if m.CompressionRatio < 10 || !m.Agree || !(m.CapturedEnergy > 0 && m.CapturedEnergy <= 1) {
+			t.Errorf("%+v: achieved %.2fx, agree %v, captured %v", oo.Compress, m.CompressionRatio, m.Agree, m.CapturedEnergy)
+		}
+		held := false
+		for _, cr := range m.Codec {
+			for _, ts := range cr.Tensors {
+				held = held || ts.Held
+			}
+		}
+		if held != (oo.Compress.DenseEvery == 3) {
+			t.Errorf("%+v: tensors held back: %v", oo.Compress, held)
 		}
 	}
 }

@@ -56,6 +56,8 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 0.5 }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 17 }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = math.Inf(1) }},
+		{"compression.dense_every", func(s *TrainingSpec) { s.Compression.DenseEvery = -1 }},
+		{"compression.dense_every", func(s *TrainingSpec) { s.Compression.DenseEvery = 65 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = 1e300 }}, // would let a round's aggregate overflow
@@ -73,13 +75,13 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// A spec written before feedback_decay, factor_bits, outer.start, start_mix and
-// first_budget existed keeps its meaning: no decay, 4-bit factors, local work from the
-// global parameters, no mix, no larger first message.
+// A spec written before feedback_decay, factor_bits, outer.start, start_mix, first_budget
+// and dense_every existed keeps its meaning: no decay, 4-bit factors, local work from the
+// global parameters, no mix, no larger first message, every tensor in every message.
 func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	s := TrainingSpec{Task: TaskCharLM, Outer: OuterOptSpec{LR: 1}, Compression: CompressionSpec{RankMin: 1, RankMax: 4, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 1 << 16, DenseBits: 8}}
 	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Compression.FactorBits != 4 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 ||
-		s.Outer.StartMix != 0 || s.Compression.FirstBudget != 0 {
+		s.Outer.StartMix != 0 || s.Compression.FirstBudget != 0 || s.Compression.DenseEvery != 0 {
 		t.Fatalf("filled %+v, %+v: %v", s.Outer, s.Compression, err)
 	}
 	s.Outer.Start, s.Compression.FeedbackDecay, s.Compression.FactorBits = StartEager, 0.95, 2

@@ -109,7 +109,7 @@ func roundTemplate(t configs.TrainingSpec) (round.Config, error) {
 		Compress: compress.Config{RankMin: c.RankMin, RankMax: c.RankMax, EnergyTarget: c.EnergyTarget,
 			PowerIters: c.PowerIters, BlockSize: c.BlockSize, MinLowRank: c.MinLowRank,
 			MaxShardBytes: c.MaxShardBytes, DenseBits: c.DenseBits, FactorBits: c.FactorBits, FeedbackDecay: c.FeedbackDecay,
-			FirstBudget: c.FirstBudget, Seed: t.Seed},
+			FirstBudget: c.FirstBudget, DenseEvery: c.DenseEvery, Seed: t.Seed},
 		Aggregate: aggregate.Config{Method: aggregate.Method(a.Method), Trim: a.Trim, Tau: a.Tau, Iters: a.Iters},
 	}
 	if err := rc.Compress.Validate(); err != nil {

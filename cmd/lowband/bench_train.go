@@ -55,6 +55,8 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "factor-bits", Value: compress.DefaultFactorBits, Usage: "code width of low-rank factors: 4 or 2 (twice the rank at equal bytes)"},
 			&cli.IntFlag{Name: "power-iters", Value: d.Compress.PowerIters, Usage: "power iterations per round of each low-rank matrix, warm-started from the last round's Q"},
+			&cli.StringFlag{Name: "codec", Usage: "codec of the compressed modes: lowrank (default) or topk (the largest values of the model with their indices, under --target-ratio's budget)"},
+			&cli.IntFlag{Name: "dense-every", Usage: "send the tensors that are not low-rank (biases) every N-th round in rotation, with all they accumulated (0 or 1: every round)"},
 			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
 			&cli.Float64Flag{Name: "target-ratio", Usage: "compressed modes: a byte budget this many times under dense fp32, ranks allocated across matrices by captured energy (0: adaptive rank per matrix)"},
 			&cli.Float64Flag{Name: "first-budget", Usage: "with --target-ratio: the first message's budget as a multiple of the ratio's, repaid by the next messages (0: 1)"},
@@ -144,6 +146,7 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
 	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
 	o.Compress.PowerIters, o.DelayMix = c.Int("power-iters"), c.Float64("delay-mix")
+	o.Compress.DenseEvery, o.Compress.Codec = c.Int("dense-every"), c.String("codec")
 	o.TargetRatio, o.FirstBudget = c.Float64("target-ratio"), c.Float64("first-budget")
 }
 

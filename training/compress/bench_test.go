@@ -89,3 +89,29 @@ func BenchmarkCheck1024x768(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoundCharLM1000x is one worker's codec work in a round of `bench train` on
+// charlm at a 1000x budget with the spec's codec (2-bit factors, two power iterations,
+// int4 dense tensors, decayed feedback): encoding its pseudo-gradient, then decoding four
+// contributions into the model's tensors.
+func BenchmarkRoundCharLM1000x(b *testing.B) {
+	rng := newRand(18)
+	ts := []Tensor{randTensor(rng, "l0.w", 1e-3, 1024, 768), randTensor(rng, "l0.b", 1e-3, 768),
+		randTensor(rng, "l1.w", 1e-3, 768, 768), randTensor(rng, "l1.b", 1e-3, 768),
+		randTensor(rng, "l2.w", 1e-3, 768, 93), randTensor(rng, "l2.b", 1e-3, 93)}
+	shapes := map[string][]int{}
+	for _, t := range ts {
+		shapes[t.Name] = t.Shape
+	}
+	e := mustEncoder(b, Config{RankMin: 1, RankMax: 128, PowerIters: 2, FactorBits: 2, DenseBits: 4, FeedbackDecay: 0.95,
+		ByteBudget: RatioBudget(shapes, 1000)})
+	dst := clone(ts)
+	for b.Loop() {
+		m := mustEncode(b, e, ts)
+		for range 4 {
+			if err := m.DecodeInto(dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

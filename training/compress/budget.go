@@ -63,20 +63,23 @@ func allocateRanks(cs []rankChoice, budget int) ([]int, error) {
 
 // isLowRank reports whether a tensor of this shape is sent as low-rank factors.
 func (e *Encoder) isLowRank(shape []int) bool {
-	return len(shape) == 2 && shape[0]*shape[1] >= e.cfg.MinLowRank && min(shape[0], shape[1]) >= 2
+	return e.cfg.Codec != CodecTopK && lowRankShape(shape, e.cfg.MinLowRank)
 }
 
 // budgetRanks sets this round's rank of every low-rank tensor in ts (checked) so that the
-// message's payload fits this round's budget (roundBudget). Nothing changes on error.
-func (e *Encoder) budgetRanks(ts []Tensor) error {
+// message's payload fits this round's budget (roundBudget); only the dense tensors that are
+// due (due nil: all) take bytes. Nothing changes on error.
+func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 	var cs []rankChoice
 	dense, lowest := 0, 0
-	for _, t := range ts {
+	for i, t := range ts {
 		if !e.isLowRank(t.Shape) {
-			dense += e.denseBytes(len(t.Data))
+			if due == nil || due[i] {
+				dense += e.denseBytes(len(t.Data))
+			}
 			continue
 		}
-		c := e.choice(t)
+		c := e.choice(t, energy[i])
 		lowest += c.lo * c.step
 		cs = append(cs, c)
 	}
@@ -132,11 +135,11 @@ func (e *Encoder) denseBytes(n int) int {
 }
 
 // choice describes tensor t for the allocator. The energy of this round's input
-// x = delta + β·residual is known; its spectrum is estimated from the components the last
+// x = delta + β·residual is known (Encoder.check sums it); its spectrum is estimated from the components the last
 // round captured (as fractions of that round's energy), continued flat at the last
 // component's level until the energy they did not capture runs out. Without history the
 // spectrum is taken flat.
-func (e *Encoder) choice(t Tensor) rankChoice {
+func (e *Encoder) choice(t Tensor, energy float64) rankChoice {
 	rows, cols := t.Shape[0], t.Shape[1]
 	lo, hi := e.rankBounds(rows, cols)
 	fb, _ := e.bits()
@@ -144,14 +147,6 @@ func (e *Encoder) choice(t Tensor) rankChoice {
 	qc, qs := colsBytes(cols, 1, fb, e.cfg.BlockSize)
 	c := rankChoice{lo: lo, hi: hi, step: pc + ps + qc + qs, gain: make([]float64, hi)}
 	st := e.state[t.Name]
-	energy := 0.0
-	for i, v := range t.Data {
-		x := v
-		if st != nil {
-			x = e.feedback(st.residual[i], v)
-		}
-		energy += float64(x * x)
-	}
 	d := float64(min(rows, cols))
 	var seen []float64
 	var prev float64

@@ -26,6 +26,8 @@ const (
 	MaxRank = 1024
 	// MaxFirstBudget bounds Config.FirstBudget.
 	MaxFirstBudget = 16
+	// MaxDenseEvery bounds Config.DenseEvery.
+	MaxDenseEvery = 64
 )
 
 // ErrConfig is returned (wrapped) by Config.Validate and NewEncoder for an invalid Config.
@@ -68,6 +70,18 @@ type Config struct {
 	// so that once the debt is repaid the messages have spent no more than ByteBudget each
 	// on average.
 	FirstBudget float64
+	// DenseEvery, above 1, sends the dense tensors (those not sent low-rank: biases and
+	// other small tensors) only every DenseEvery-th round, in rotation, so that the byte
+	// budget goes to the matrices: see Due. A dense tensor not due in a round is left out
+	// of the message and its pseudo-gradient is added to its residual, all of which it
+	// sends when it is next due. 0 and 1 send every tensor every round. A round's message
+	// must follow its round's schedule: encode it with EncodeRound.
+	DenseEvery int
+	// Codec is CodecLowRank ("" means it) or CodecTopK: every tensor sent as its values of
+	// the largest magnitude across the whole model, with their indices, as many as
+	// ByteBudget holds (which it needs; DenseEvery must be at most 1), under the same error
+	// feedback. It exists to measure low-rank against top-k at equal bytes.
+	Codec string
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -118,6 +132,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
 	case c.FactorBits != 4 && c.FactorBits != 2:
 		return fmt.Errorf("%w: factor bits %d (want 4 or 2)", ErrConfig, c.FactorBits)
+	case c.Codec != "" && c.Codec != CodecLowRank && c.Codec != CodecTopK:
+		return fmt.Errorf("%w: codec %q (want %q or %q)", ErrConfig, c.Codec, CodecLowRank, CodecTopK)
+	case c.Codec == CodecTopK && (c.DenseEvery > 1 || c.NoQuant || c.FirstBudget > 1):
+		return fmt.Errorf("%w: top-k with dense every %d, no quantisation %v or first budget %v", ErrConfig, c.DenseEvery, c.NoQuant, c.FirstBudget)
+	case c.DenseEvery < 0 || c.DenseEvery > MaxDenseEvery:
+		return fmt.Errorf("%w: dense every %d not in [0, %d]", ErrConfig, c.DenseEvery, MaxDenseEvery)
 	case c.FactorBits == 2 && c.BlockSize%4 != 0:
 		return fmt.Errorf("%w: block size %d with 2-bit factors (want a multiple of 4)", ErrConfig, c.BlockSize)
 	}

@@ -13,7 +13,18 @@ import (
 // writes the same values as Decode, without allocating the tensors. Errors wrap
 // ErrMalformed (a piece that does not fit dst), ErrNotFinite or ErrInput (dst itself is
 // unusable); on error dst holds partial values.
-func (m *Message) DecodeInto(dst []Tensor) error {
+func (m *Message) DecodeInto(dst []Tensor) error { return m.DecodeDue(dst, nil) }
+
+// DecodeDue is DecodeInto for a message of a round in which only the tensors with due[k]
+// set are carried (Config.Due; nil: all of them): the message must cover every element of
+// every due tensor and hold no piece of any other, whose values are set to zero, the
+// missing tensor counting as zero. A message that leaves out a due tensor, or carries one
+// that is not due, fails with ErrMalformed. due, when not nil, has one entry per tensor of
+// dst.
+func (m *Message) DecodeDue(dst []Tensor, due []bool) error {
+	if due != nil && len(due) != len(dst) {
+		return fmt.Errorf("%w: %d due flags for %d tensors", ErrInput, len(due), len(dst))
+	}
 	index := make(map[string]int, len(dst))
 	for i, t := range dst {
 		if _, dup := index[t.Name]; dup || numel(t.Shape) != len(t.Data) {
@@ -26,12 +37,19 @@ func (m *Message) DecodeInto(dst []Tensor) error {
 		if !ok || !slices.Equal(dst[k].Shape, p.Shape) {
 			return 0, fmt.Errorf("%w: tensor %q %v is not expected", ErrMalformed, p.Name, p.Shape)
 		}
+		if due != nil && !due[k] {
+			return 0, fmt.Errorf("%w: tensor %q is not due in this round", ErrMalformed, p.Name)
+		}
 		return k, nil
 	})
 	if err != nil {
 		return err
 	}
 	for k, t := range dst {
+		if due != nil && !due[k] {
+			clear(t.Data)
+			continue
+		}
 		if filled[k] != len(t.Data) {
 			return fmt.Errorf("%w: tensor %q has %d of %d values", ErrMalformed, t.Name, filled[k], len(t.Data))
 		}

@@ -15,9 +15,11 @@ import (
 type RangeReader struct {
 	m      *Message
 	size   int
-	starts []int      // flat position of each piece's first value
-	f      []*factors // dequantised factors of each low-rank piece, made on first use
+	starts []int       // flat position of each piece's first value
+	f      []*factors  // dequantised factors of each low-rank piece, made on first use
+	sparse [][]float64 // each sparse piece's values over its span, made on first use
 	row    []float64
+	gaps   bool // some tensor is not due: its values, covered by no piece, read as zero
 }
 
 // NewRangeReader checks the message against like as DecodeInto checks it against its
@@ -25,6 +27,17 @@ type RangeReader struct {
 // only its length must match the shape when it is not nil) and returns a reader of its
 // values in like's flat order. Errors wrap ErrInput or ErrMalformed.
 func (m *Message) NewRangeReader(like []Tensor) (*RangeReader, error) {
+	return m.NewRangeReaderDue(like, nil)
+}
+
+// NewRangeReaderDue is NewRangeReader for a round in which only the tensors of like whose
+// due flag is set are carried, as DecodeDue checks it: every due tensor covered, no piece
+// of any other, whose values read as zero. due, when not nil, has one entry per tensor of
+// like.
+func (m *Message) NewRangeReaderDue(like []Tensor, due []bool) (*RangeReader, error) {
+	if due != nil && len(due) != len(like) {
+		return nil, fmt.Errorf("%w: %d due flags for %d tensors", ErrInput, len(due), len(like))
+	}
 	index := make(map[string]int, len(like))
 	offsets := make([]int, len(like))
 	size := 0
@@ -40,17 +53,26 @@ func (m *Message) NewRangeReader(like []Tensor) (*RangeReader, error) {
 		if !ok || !slices.Equal(like[k].Shape, p.Shape) {
 			return 0, fmt.Errorf("%w: tensor %q %v is not expected", ErrMalformed, p.Name, p.Shape)
 		}
+		if due != nil && !due[k] {
+			return 0, fmt.Errorf("%w: tensor %q is not due in this round", ErrMalformed, p.Name)
+		}
 		return k, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	gaps := false
 	for k, t := range like {
+		if due != nil && !due[k] {
+			gaps = true
+			continue
+		}
 		if filled[k] != numel(t.Shape) {
 			return nil, fmt.Errorf("%w: tensor %q has %d of %d values", ErrMalformed, t.Name, filled[k], numel(t.Shape))
 		}
 	}
-	r := &RangeReader{m: m, size: size, starts: make([]int, len(m.pieces)), f: make([]*factors, len(m.pieces))}
+	r := &RangeReader{m: m, size: size, starts: make([]int, len(m.pieces)), f: make([]*factors, len(m.pieces)),
+		sparse: make([][]float64, len(m.pieces)), gaps: gaps}
 	for i := range m.pieces {
 		lo, _ := m.pieces[i].span()
 		r.starts[i] = offsets[target[i]] + lo
@@ -68,6 +90,9 @@ func (r *RangeReader) Read(lo, hi int, dst []float64) error {
 	if lo < 0 || hi < lo || hi > r.size || len(dst) != hi-lo {
 		return fmt.Errorf("%w: range [%d, %d) of %d values into %d", ErrInput, lo, hi, r.size, len(dst))
 	}
+	if r.gaps {
+		clear(dst) // the tensors not due are zero; the pieces overwrite the rest
+	}
 	for i := range r.m.pieces {
 		p := &r.m.pieces[i]
 		plo, phi := p.span()
@@ -77,7 +102,13 @@ func (r *RangeReader) Read(lo, hi int, dst []float64) error {
 			continue
 		}
 		out := dst[a-lo : b-lo]
-		if p.Rank == 0 {
+		if p.Sparse {
+			vals, err := r.sparseValues(i)
+			if err != nil {
+				return err
+			}
+			copy(out, vals[a-start:b-start])
+		} else if p.Rank == 0 {
 			dequantiseRange(out, p.Codes, p.Scales, p.Bits, r.m.block, a-start)
 		} else {
 			r.lowRank(i, a-start, out)
@@ -87,6 +118,21 @@ func (r *RangeReader) Read(lo, hi int, dst []float64) error {
 		}
 	}
 	return nil
+}
+
+// sparseValues is sparse piece i's values over its whole span, as reconstruct writes them
+// (made once: a sparse piece is a measurement codec's, whose index gaps decode in order).
+func (r *RangeReader) sparseValues(i int) ([]float64, error) {
+	if r.sparse[i] == nil {
+		p := &r.m.pieces[i]
+		lo, hi := p.span()
+		vals := make([]float64, hi-lo)
+		if err := p.reconstruct(vals, r.m.block); err != nil {
+			return nil, err
+		}
+		r.sparse[i] = vals
+	}
+	return r.sparse[i], nil
 }
 
 // lowRank writes the values of low-rank piece i from its own position from on into out.

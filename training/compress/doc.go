@@ -38,6 +38,15 @@
 // message's size varies until the debt is repaid, and the average over the run is then
 // within the budget. The debt is part of EncoderState.
 //
+// With Config.DenseEvery k above 1, the dense tensors go out only every k-th round, in
+// rotation (Config.Due: the j-th dense tensor when (round + j) mod k = 0; low-rank tensors
+// always); EncodeRound leaves the others out and adds their pseudo-gradients to their
+// residuals. A receiver decodes a round's message with that round's schedule
+// (Message.DecodeDue): a tensor not due counts as zero, and a message that leaves out a due
+// tensor or carries one that is not due is refused. Config.Codec "topk", for measurement,
+// sends instead the largest values of the whole model (sparse pieces: varint index gaps and
+// quantised values) under the byte budget.
+//
 // # Quantisation
 //
 // Values are quantised symmetrically in blocks of Config.BlockSize consecutive values (in the

@@ -35,6 +35,11 @@ type tensorState struct {
 	captured float64
 	// residualNorm is ‖residual‖ after the last round.
 	residualNorm float64
+	// pending: the tensor was left out of a message (Config.DenseEvery) since it was last
+	// sent, and its residual already decayed once. held: it was left out of the last one.
+	pending, held bool
+	// input is ‖x‖² of the last round's input (for a held tensor: of its residual).
+	input float64
 }
 
 // TensorStats describes one tensor's last encoding.
@@ -45,6 +50,12 @@ type TensorStats struct {
 	NextRank int     // rank the next round will use
 	Captured float64 // 1 − ‖residual‖²/‖delta+residual‖² after the last round
 	Residual float64 // ‖residual‖ after the last round
+	// Held: the tensor was not due in the last round (Config.DenseEvery) and was left out
+	// of the message; Captured is then 0.
+	Held bool
+	// Input is ‖x‖² of the last round's input, x = delta + decayed residual: what
+	// Captured is a fraction of.
+	Input float64
 }
 
 // NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
@@ -60,20 +71,46 @@ func (e *Encoder) Config() Config { return e.cfg }
 
 // Encode compresses delta + FeedbackDecay·residual for every tensor, in the given order, and keeps what the
 // receiver will not reconstruct as the new residual. The input slices are not retained or
-// modified. On error the Encoder's state is unchanged.
-func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
-	if err := e.check(ts); err != nil {
+// modified. On error the Encoder's state is unchanged. It is EncodeRound for round 0: with
+// Config.DenseEvery above 1, a round's message must follow that round's schedule, so a
+// node encodes with EncodeRound.
+func (e *Encoder) Encode(ts []Tensor) (*Message, error) { return e.EncodeRound(0, ts) }
+
+// EncodeRound is Encode for round r: the message carries the tensors Config.Due says are
+// due in r, and every other tensor's pseudo-gradient is added to its residual, nothing
+// of it sent. A tensor's residual is decayed (Config.FeedbackDecay) only in the round
+// after the tensor was sent, so a tensor left out for some rounds sends, when next due,
+// the sum of their pseudo-gradients and the decayed remainder of its last message.
+func (e *Encoder) EncodeRound(r uint64, ts []Tensor) (*Message, error) {
+	shapes := make([][]int, len(ts))
+	for i, t := range ts {
+		shapes[i] = t.Shape
+	}
+	return e.encode(ts, e.cfg.Due(r, shapes))
+}
+
+// encode encodes the tensors of ts that are due (due nil: all) and accumulates the others.
+func (e *Encoder) encode(ts []Tensor, due []bool) (*Message, error) {
+	energy, err := e.check(ts)
+	if err != nil {
 		return nil, err
 	}
+	if e.cfg.Codec == CodecTopK {
+		return e.encodeTopK(ts)
+	}
 	if e.cfg.ByteBudget > 0 {
-		if err := e.budgetRanks(ts); err != nil {
+		if err := e.budgetRanks(ts, due, energy); err != nil {
 			return nil, err
 		}
 	}
 	m := &Message{part: 0, parts: 1, block: e.cfg.BlockSize, maxShard: e.cfg.MaxShardBytes}
 	m.pieces = make([]piece, 0, len(ts))
-	for _, t := range ts {
-		p, err := e.encodeOne(t)
+	for i, t := range ts {
+		if due != nil && !due[i] {
+			e.hold(t)
+			continue
+		}
+		p, err := e.encodeOne(t, energy[i])
 		if err != nil { // not reachable after check; kept as a guard
 			return nil, fmt.Errorf("encoding %q: %w", t.Name, err)
 		}
@@ -82,44 +119,73 @@ func (e *Encoder) Encode(ts []Tensor) (*Message, error) {
 	return m, nil
 }
 
-// check validates ts against itself and the Encoder's state without changing anything.
-func (e *Encoder) check(ts []Tensor) error {
+// check validates ts against itself and the Encoder's state without changing anything, and
+// returns each tensor's input energy ‖x‖², x = delta + decayed residual, summed in order.
+func (e *Encoder) check(ts []Tensor) ([]float64, error) {
 	if len(ts) == 0 {
-		return fmt.Errorf("%w: no tensors", ErrInput)
+		return nil, fmt.Errorf("%w: no tensors", ErrInput)
 	}
+	energy := make([]float64, len(ts))
 	seen := make(map[string]bool, len(ts))
-	for _, t := range ts {
+	for k, t := range ts {
 		if t.Name == "" || len(t.Name) > 256 || seen[t.Name] {
-			return fmt.Errorf("%w: empty, long or duplicate name %q", ErrInput, t.Name)
+			return nil, fmt.Errorf("%w: empty, long or duplicate name %q", ErrInput, t.Name)
 		}
 		seen[t.Name] = true
 		if len(t.Shape) == 0 || len(t.Shape) > maxDims || !positive(t.Shape) || numel(t.Shape) != len(t.Data) {
-			return fmt.Errorf("%w: %q shape %v with %d values", ErrInput, t.Name, t.Shape, len(t.Data))
+			return nil, fmt.Errorf("%w: %q shape %v with %d values", ErrInput, t.Name, t.Shape, len(t.Data))
 		}
 		st := e.state[t.Name]
 		if st != nil && !slices.Equal(st.shape, t.Shape) {
-			return fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
+			return nil, fmt.Errorf("%w: %q shape changed from %v to %v", ErrInput, t.Name, st.shape, t.Shape)
+		}
+		var res []float64
+		b := 1.0
+		if st != nil {
+			res, b = st.residual, e.decayOf(st)
 		}
 		for i, v := range t.Data {
 			x := v
-			if st != nil {
-				x = e.feedback(st.residual[i], v)
+			if res != nil {
+				x = float64(b*res[i]) + v
 			}
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
+			if !(math.Abs(x) <= maxAbsInput) { // one test in the loop: NaN fails it too
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					return nil, fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
+				}
+				return nil, fmt.Errorf("%w: %q: %w: |value| %g > %g", ErrInput, t.Name, ErrRange, x, maxAbsInput)
 			}
-			if math.Abs(x) > maxAbsInput {
-				return fmt.Errorf("%w: %q: %w: |value| %g > %g", ErrInput, t.Name, ErrRange, x, maxAbsInput)
-			}
+			energy[k] += float64(x * x)
 		}
 	}
-	return nil
+	return energy, nil
 }
 
-// feedback is one value of the next input: the residual scaled by the decay, plus delta.
-// The product is rounded before the sum, so no machine fuses them.
-func (e *Encoder) feedback(residual, delta float64) float64 {
-	return float64(e.cfg.FeedbackDecay*residual) + delta
+// decayOf is the factor of a tensor's residual in its next input x = factor·residual +
+// delta (the product rounded before the sum): FeedbackDecay, or 1 for a tensor left out of
+// the last message (pending), whose residual was decayed already (1·r is r exactly).
+func (e *Encoder) decayOf(st *tensorState) float64 {
+	if st.pending {
+		return 1
+	}
+	return e.cfg.FeedbackDecay
+}
+
+// addInput makes x (a tensor's residual) its next input: x = decayOf·x + delta.
+func (e *Encoder) addInput(st *tensorState, x, delta []float64) {
+	b := e.decayOf(st)
+	for i, v := range delta {
+		x[i] = float64(b*x[i]) + v
+	}
+}
+
+// hold adds a checked tensor that is not due to its residual, sending nothing.
+func (e *Encoder) hold(t Tensor) {
+	st := e.stateFor(t)
+	e.addInput(st, st.residual, t.Data)
+	st.pending, st.held = true, true
+	st.input = sumSquares(st.residual)
+	st.captured, st.residualNorm = 0, math.Sqrt(st.input)
 }
 
 func positive(shape []int) bool {
@@ -131,13 +197,13 @@ func positive(shape []int) bool {
 	return true
 }
 
-// encodeOne compresses one checked tensor and updates its state.
-func (e *Encoder) encodeOne(t Tensor) (piece, error) {
+// encodeOne compresses one checked tensor, whose input energy check summed, and updates its
+// state.
+func (e *Encoder) encodeOne(t Tensor, energy float64) (piece, error) {
 	st := e.stateFor(t)
 	x := st.residual
-	for i, v := range t.Data {
-		x[i] = e.feedback(x[i], v)
-	}
+	e.addInput(st, x, t.Data)
+	st.pending, st.held = false, false
 	var p piece
 	var err error
 	if st.lr != nil {
@@ -149,19 +215,35 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 	if err != nil {
 		return piece{}, err
 	}
-	if cap(e.scratch) < len(x) {
-		e.scratch = make([]float64, len(x))
+	return p, e.settle(st, p, x, energy)
+}
+
+// settle makes x minus what the receiver reconstructs from p the tensor's new residual, and
+// notes the captured energy (energy is ‖x‖² as Encoder.check summed it, used for a low-rank
+// piece) (and, for a low-rank tensor, the gains and the next rank).
+func (e *Encoder) settle(st *tensorState, p piece, x []float64, energy float64) error {
+	var ex, er float64
+	if p.Rank > 0 && !p.Sparse {
+		var err error
+		ex = energy
+		if er, err = e.settleLowRank(p, x); err != nil {
+			return err
+		}
+	} else {
+		if cap(e.scratch) < len(x) {
+			e.scratch = make([]float64, len(x))
+		}
+		recon := e.scratch[:len(x)]
+		if err := p.reconstruct(recon, e.cfg.BlockSize); err != nil {
+			return err
+		}
+		ex = sumSquares(x)
+		for i := range x {
+			x[i] -= recon[i]
+		}
+		er = sumSquares(x)
 	}
-	recon := e.scratch[:len(x)]
-	if err := p.reconstruct(recon, e.cfg.BlockSize); err != nil {
-		return piece{}, err
-	}
-	ex := sumSquares(x)
-	for i := range x {
-		x[i] -= recon[i]
-	}
-	er := sumSquares(x)
-	st.residualNorm, st.captured = math.Sqrt(er), 1
+	st.residualNorm, st.captured, st.input = math.Sqrt(er), 1, ex
 	if ex > 0 {
 		st.captured = 1 - er/ex
 	}
@@ -171,7 +253,30 @@ func (e *Encoder) encodeOne(t Tensor) (piece, error) {
 			e.adapt(st)
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// settleLowRank subtracts a low-rank piece's reconstruction from x row by row, as the
+// receiver reconstructs it, and returns ‖x‖² after, summed in element order as sumSquares
+// sums it: the same bits as reconstructing the whole tensor first, in one pass over x. (‖x‖²
+// before is Encoder.check's sum: the same values in the same order.)
+func (e *Encoder) settleLowRank(p piece, x []float64) (er float64, err error) {
+	f := p.factors(e.cfg.BlockSize)
+	safe := f.bounded()
+	row := make([]float64, f.cols)
+	for i := 0; i < f.h; i++ {
+		f.row(row, i)
+		if !safe && !finite(row) {
+			return 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
+		}
+		xi := x[i*f.cols : (i+1)*f.cols]
+		for j, v := range xi {
+			d := v - row[j]
+			er += float64(d * d)
+			xi[j] = d
+		}
+	}
+	return er, nil
 }
 
 func (e *Encoder) dense(t Tensor, x []float64) (piece, error) {
@@ -222,7 +327,7 @@ func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))
 	for _, name := range e.order {
 		st := e.state[name]
-		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm}
+		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held, Input: st.input}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
 			s.Rank = st.lr.lastRank

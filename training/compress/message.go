@@ -3,6 +3,7 @@ package compress
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -78,22 +79,48 @@ func (p *piece) span() (lo, hi int) {
 // reconstruct writes the piece's values into dst (length hi-lo of span) and checks they are
 // finite.
 func (p *piece) reconstruct(dst []float64, block int) error {
+	if p.Sparse {
+		return p.reconstructSparse(dst, block)
+	}
 	if p.Rank == 0 {
 		dequantise(dst, p.Codes, p.Scales, p.Bits, block)
-		if !finite(dst) {
+		if (p.Bits == bitsRaw || !scalesFinite(p.Scales)) && !finite(dst) {
 			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}
 		return nil
 	}
 	f := p.factors(block)
+	safe := f.bounded()
 	for i := 0; i < p.Hi-p.Lo; i++ {
 		row := dst[i*f.cols : (i+1)*f.cols]
 		f.row(row, i)
-		if !finite(row) { // checked while the row is in cache
+		if !safe && !finite(row) { // checked while the row is in cache
 			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
 		}
 	}
 	return nil
+}
+
+// scalesFinite reports whether every bfloat16 scale is finite: then every dequantised
+// value, a code of at most 127 in magnitude times a scale of at most about 3.4e38, is
+// finite too.
+func scalesFinite(scales []byte) bool {
+	for i := 0; i+1 < len(scales); i += 2 {
+		if scales[i+1]&0x7f == 0x7f && scales[i]&0x80 != 0 { // exponent all ones: ±Inf or NaN
+			return false
+		}
+	}
+	return true
+}
+
+// bounded reports whether every value of P·Qᵀ is certainly finite: the factors are
+// finite and rank × max|P| × max|Q| leaves room, so that no product and no partial sum of
+// reconstructRow can overflow. Then the reconstruction need not be checked value by value.
+func (f *factors) bounded() bool {
+	if !allFinite(f.p) || !allFinite(f.qt) {
+		return false
+	}
+	return float64(len(f.pr))*maxAbs(f.p)*maxAbs(f.qt) < math.MaxFloat64/4
 }
 
 // finite reports whether every value of v is finite: v-v is +0 for a finite value and NaN
@@ -132,12 +159,28 @@ func (f *factors) row(dst []float64, i int) {
 }
 
 // reconstructRow computes one row of P·Qᵀ: row[j] = Σ_k p[k]·qt[k·cols+j], summed in order
-// k = 0, 1, ... with every product rounded before it is added (no fused multiply-add), so
-// every machine gets the same bits.
+// k = 0, 1, ... from +0, with every product rounded before it is added (no fused
+// multiply-add), so every machine gets the same bits. The first pass starts each sum from
+// the constant 0 instead of a cleared row (0 + x is x, but for -0, which becomes +0, as
+// it would from a cleared row), which saves clearing the row.
 func reconstructRow(row, p, qt []float64) {
 	cols := len(row)
-	clear(row)
+	if len(p) == 0 {
+		clear(row)
+		return
+	}
 	k := 0
+	if len(p) >= 4 {
+		a, b, c, d := p[0], p[1], p[2], p[3]
+		q0, q1, q2, q3 := qt[:cols], qt[cols:2*cols], qt[2*cols:3*cols], qt[3*cols:4*cols]
+		for j := range row {
+			s := 0 + float64(a*q0[j])
+			s += float64(b * q1[j])
+			s += float64(c * q2[j])
+			row[j] = s + float64(d*q3[j])
+		}
+		k = 4
+	}
 	for ; k+4 <= len(p); k += 4 { // four terms per pass; the order of the additions is unchanged
 		a, b, c, d := p[k], p[k+1], p[k+2], p[k+3]
 		q0, q1 := qt[k*cols:(k+1)*cols], qt[(k+1)*cols:(k+2)*cols]
@@ -149,15 +192,29 @@ func reconstructRow(row, p, qt []float64) {
 			row[j] = s + float64(d*q3[j])
 		}
 	}
+	first := k == 0
 	switch len(p) - k { // the remaining one to three terms in one pass, in the same order
 	case 1:
 		a, q0 := p[k], qt[k*cols:(k+1)*cols]
+		if first {
+			for j := range row {
+				row[j] = 0 + float64(a*q0[j])
+			}
+			return
+		}
 		for j := range row {
 			row[j] += float64(a * q0[j])
 		}
 	case 2:
 		a, b := p[k], p[k+1]
 		q0, q1 := qt[k*cols:(k+1)*cols], qt[(k+1)*cols:(k+2)*cols]
+		if first {
+			for j := range row {
+				s := 0 + float64(a*q0[j])
+				row[j] = s + float64(b*q1[j])
+			}
+			return
+		}
 		for j := range row {
 			s := row[j] + float64(a*q0[j])
 			row[j] = s + float64(b*q1[j])
@@ -165,6 +222,14 @@ func reconstructRow(row, p, qt []float64) {
 	case 3:
 		a, b, c := p[k], p[k+1], p[k+2]
 		q0, q1, q2 := qt[k*cols:(k+1)*cols], qt[(k+1)*cols:(k+2)*cols], qt[(k+2)*cols:(k+3)*cols]
+		if first {
+			for j := range row {
+				s := 0 + float64(a*q0[j])
+				s += float64(b * q1[j])
+				row[j] = s + float64(c*q2[j])
+			}
+			return
+		}
 		for j := range row {
 			s := row[j] + float64(a*q0[j])
 			s += float64(b * q1[j])

@@ -105,6 +105,9 @@ func pieceSize(p piece) (int, error) {
 // block size in units (rows for low-rank pieces, elements for dense ones), so every slice's
 // columns start a block.
 func (m *Message) split(p piece, budget int) ([]piece, error) {
+	if p.Sparse {
+		return nil, fmt.Errorf("%w: sparse tensor %q does not fit a %d-byte shard", ErrTooLarge, p.Name, budget+envelope)
+	}
 	step := m.block
 	fixed, _ := pieceSize(p.slice(p.Lo, p.Lo+min(step, p.Hi-p.Lo), m.block))
 	if fixed > budget {
@@ -181,7 +184,7 @@ func Join(parts []*Message) (*Message, error) {
 
 // mergeable reports whether b continues a with the same encoding and block alignment.
 func mergeable(a, b piece, block int) bool {
-	return a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && a.Rank == b.Rank && a.Bits == b.Bits &&
+	return !a.Sparse && !b.Sparse && a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && a.Rank == b.Rank && a.Bits == b.Bits &&
 		a.Hi == b.Lo && (a.Hi-a.Lo)%block == 0 &&
 		bytes.Equal(a.QCodes, b.QCodes) && bytes.Equal(a.QScales, b.QScales)
 }

@@ -37,6 +37,10 @@ type TensorState struct {
 	Gains    []float64 `cbor:"10,keyasint"`
 	Energy   float64   `cbor:"11,keyasint"`
 	Rand     []byte    `cbor:"12,keyasint"` // the generator's state (rand.PCG.MarshalBinary)
+	// Pending: a dense tensor left out of a message (Config.DenseEvery) since it was last
+	// sent; Held: left out of the last one.
+	Pending bool `cbor:"13,keyasint,omitempty"`
+	Held    bool `cbor:"14,keyasint,omitempty"`
 }
 
 // State returns a copy of the Encoder's state.
@@ -45,7 +49,7 @@ func (e *Encoder) State() EncoderState {
 	for _, name := range e.order {
 		st := e.state[name]
 		ts := TensorState{Name: name, Shape: slices.Clone(st.shape), Residual: slices.Clone(st.residual),
-			Captured: st.captured, ResidualNorm: st.residualNorm}
+			Captured: st.captured, ResidualNorm: st.residualNorm, Pending: st.pending, Held: st.held}
 		if lr := st.lr; lr != nil {
 			ts.LowRank, ts.Rank, ts.LastRank = true, lr.rank, lr.lastRank
 			ts.Q, ts.Gains, ts.Energy = slices.Clone(lr.q), slices.Clone(lr.gains), lr.energy
@@ -91,9 +95,13 @@ func (e *Encoder) tensorFrom(ts *TensorState) (*tensorState, error) {
 	if !finite(ts.Residual) || !finite(ts.Q) || !finite(ts.Gains) || !finite([]float64{ts.Captured, ts.ResidualNorm, ts.Energy}) {
 		return nil, ErrNotFinite
 	}
-	st := &tensorState{shape: slices.Clone(ts.Shape), residual: slices.Clone(ts.Residual), captured: ts.Captured, residualNorm: ts.ResidualNorm}
+	st := &tensorState{shape: slices.Clone(ts.Shape), residual: slices.Clone(ts.Residual), captured: ts.Captured, residualNorm: ts.ResidualNorm,
+		pending: ts.Pending, held: ts.Held}
 	if e.isLowRank(ts.Shape) != ts.LowRank {
 		return nil, fmt.Errorf("low-rank %v, the configuration says %v", ts.LowRank, !ts.LowRank)
+	}
+	if ts.Held && !ts.Pending || (ts.Pending || ts.Held) && (ts.LowRank || e.cfg.DenseEvery <= 1) {
+		return nil, fmt.Errorf("held back (pending %v, held %v) with low-rank %v and dense every %d", ts.Pending, ts.Held, ts.LowRank, e.cfg.DenseEvery)
 	}
 	if !ts.LowRank {
 		return st, nil

@@ -46,6 +46,10 @@ type piece struct {
 	Scales  []byte `cbor:"8,keyasint"`
 	QCodes  []byte `cbor:"9,keyasint"` // Qᵀ's codes (rank × cols, row-major); empty when dense
 	QScales []byte `cbor:"10,keyasint"`
+	// Sparse pieces only (Config.Codec "topk"; see topk.go): absent from every other piece,
+	// so their encoding is unchanged.
+	Sparse bool   `cbor:"11,keyasint,omitempty"`
+	Idx    []byte `cbor:"12,keyasint,omitempty"`
 }
 
 type wireMessage struct {
@@ -180,6 +184,12 @@ func (p *piece) validate(block, maxRank int) (int, error) {
 	}
 	if p.Bits == bits2 && (p.Rank == 0 || block%4 != 0) {
 		return 0, fmt.Errorf("%w: 2-bit codes for a dense piece or with block size %d", ErrMalformed, block)
+	}
+	if p.Sparse {
+		return n, p.checkSparse(n, block)
+	}
+	if len(p.Idx) != 0 {
+		return 0, fmt.Errorf("%w: indices in a piece that is not sparse", ErrMalformed)
 	}
 	if p.Rank == 0 {
 		return n, p.checkDense(n, block)

@@ -39,7 +39,7 @@ func BenchmarkDecodeContribution(b *testing.B) {
 	b.SetBytes(int64(8 * len(m.theta)))
 	buf, vec := make([]float64, checkChunk), make([]float64, m.size)
 	for b.Loop() { // checked range by range, then read whole
-		r, err := m.reader(rd.Send.Msg, maxNorm(m.cfg), buf)
+		r, err := m.reader(rd.Send.Msg, maxNorm(m.cfg), buf, nil)
 		if err == nil {
 			err = r.Read(0, m.size, vec)
 		}

@@ -127,7 +127,7 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 		ts[i] = compress.Tensor(t)
 	}
 	m.begin(PhaseEncode)
-	msg, err := m.enc.Encode(ts)
+	msg, err := m.enc.EncodeRound(r, ts)
 	var shards []compress.Shard
 	if err == nil {
 		shards, err = msg.Shards()

@@ -133,13 +133,14 @@ func weightOf(weights map[string]float64) func(Contribution) float64 {
 func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64) (total float64, included, rejected []string, err error) {
 	var in []aggregate.Source
 	buf := make([]float64, min(lay.size, checkChunk))
+	due := cfg.Compress.Due(r, lay.shapeList()) // a tensor not due in r is zero in every input
 	for _, c := range cs {
 		w := weight(c)
 		if !(w > 0) {
 			continue
 		}
 		begin(cfg.Meter, PhaseDecode)
-		rd, err := lay.reader(c.Msg, maxNorm(cfg), buf)
+		rd, err := lay.reader(c.Msg, maxNorm(cfg), buf, due)
 		end(cfg.Meter, PhaseDecode)
 		if err != nil {
 			rejected = append(rejected, c.Peer)
@@ -170,17 +171,27 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 // checkChunk is how many values of a contribution reader checks at a time.
 const checkChunk = 1 << 16
 
-// reader checks that msg decodes into the model's tensors, every tensor present exactly
-// once with its shape, every value finite and the L2 norm at most bound (summed in
-// coordinate order, as over the whole vector), reading it a range at a time into buf, and
-// returns a reader of its values in the model's parameter order. The aggregation reads the
+// shapeList is the tensors' shapes in the model's order.
+func (l *layout) shapeList() [][]int {
+	out := make([][]int, len(l.like))
+	for i, t := range l.like {
+		out[i] = t.Shape
+	}
+	return out
+}
+
+// reader checks that msg decodes into the model's tensors, every tensor due in the round
+// (due nil: all) present exactly once with its shape and every other one absent (its
+// values are zero), every value finite and the L2 norm at most bound (summed in coordinate
+// order, as over the whole vector), reading it a range at a time into buf, and returns a
+// reader of its values in the model's parameter order. The aggregation reads the
 // contribution again from it, range by range: no contribution is ever held decoded whole.
-func (l *layout) reader(msg *compress.Message, bound float64, buf []float64) (*compress.RangeReader, error) {
+func (l *layout) reader(msg *compress.Message, bound float64, buf []float64, due []bool) (*compress.RangeReader, error) {
 	like := make([]compress.Tensor, len(l.like))
 	for i, t := range l.like {
 		like[i] = compress.Tensor{Name: t.Name, Shape: t.Shape}
 	}
-	rd, err := msg.NewRangeReader(like)
+	rd, err := msg.NewRangeReaderDue(like, due)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
