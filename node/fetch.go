@@ -289,16 +289,18 @@ func (f *fullChecks) wantBundle(h [32]byte, from peer.ID) {
 		return
 	}
 	f.mu.Lock()
-	if f.pending[h] || f.fetching[from] >= maxFetchesPerPeer {
+	if f.pending[h] != nil || f.fetching[from] >= maxFetchesPerPeer {
 		f.mu.Unlock()
 		return
 	}
-	f.pending[h] = true
+	fetched := make(chan struct{})
+	f.pending[h] = fetched
 	f.fetching[from]++
 	f.mu.Unlock()
 	done := func() {
 		f.mu.Lock()
 		delete(f.pending, h)
+		close(fetched)
 		if f.fetching[from]--; f.fetching[from] == 0 {
 			delete(f.fetching, from)
 		}
