@@ -242,21 +242,31 @@ var errPeerBusy = errors.New("payload fetches from the peer at their bound")
 // fetchPayload asks p for the shard of payload CID cid, within p's bound of fetches in
 // flight. The bytes are unchecked.
 func (f *fullChecks) fetchPayload(ctx context.Context, p peer.ID, cid []byte) ([]byte, error) {
-	f.mu.Lock()
-	if f.payloads[p] >= maxPayloadFetchesPerPeer {
-		f.mu.Unlock()
+	if !f.startPayloadFetch(p) {
 		return nil, errPeerBusy
 	}
-	f.payloads[p]++
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		if f.payloads[p]--; f.payloads[p] == 0 {
-			delete(f.payloads, p)
-		}
-		f.mu.Unlock()
-	}()
+	defer f.endPayloadFetch(p)
 	return f.cfg.Fetch.fetch(ctx, p, cidRequest(cid))
+}
+
+// startPayloadFetch counts a fetch of an announced shard or vote from p in flight; false
+// when maxPayloadFetchesPerPeer are. endPayloadFetch ends it.
+func (f *fullChecks) startPayloadFetch(p peer.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.payloads[p] >= maxPayloadFetchesPerPeer {
+		return false
+	}
+	f.payloads[p]++
+	return true
+}
+
+func (f *fullChecks) endPayloadFetch(p peer.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.payloads[p]--; f.payloads[p] <= 0 {
+		delete(f.payloads, p)
+	}
 }
 
 // withPayloadOf returns the signed shard of hs's header and signature with the payload of
@@ -296,14 +306,18 @@ func (f *fullChecks) announceOwn(data []byte) ([]byte, error) {
 	return announce(s)
 }
 
-// publish is the node's publish: its shards go out as announcements, held to be served.
+// publish is the node's publish: its shards and votes go out as announcements, held to be
+// served.
 func (n *Node) publish(ctx context.Context, kind string, data []byte) error {
-	if kind == p2p.KindShards {
-		a, err := n.checks.announceOwn(data)
-		if err != nil {
-			return err
-		}
-		data = a
+	var err error
+	switch kind {
+	case p2p.KindShards:
+		data, err = n.checks.announceOwn(data)
+	case p2p.KindRecords:
+		data, err = n.checks.announceOwnVote(data)
+	}
+	if err != nil {
+		return err
 	}
 	return n.host.Publish(ctx, kind, data)
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // servingPeers answers fetch requests with each peer's fetch server, counting the
-// requests each peer got. A peer without a server answers nothing held.
+// requests each peer got but those for records by round and signer. A peer without a server answers nothing held.
 type servingPeers struct {
 	mu      sync.Mutex
 	servers map[peer.ID]*fetchServer
@@ -27,7 +27,9 @@ type servingPeers struct {
 
 func (s *servingPeers) Request(ctx context.Context, to peer.ID, _ string, req []byte, maxResp int) ([]byte, error) {
 	s.mu.Lock()
-	s.asked[to]++
+	if len(req) > 0 && req[0] != fetchSignedRecord { // gap fetches of earlier rounds are not counted
+		s.asked[to]++
+	}
 	srv := s.servers[to]
 	s.mu.Unlock()
 	if srv == nil {

@@ -36,6 +36,10 @@ const (
 	// round the node stored with a commit (kept since its oldest checkpoint), for late
 	// joiners replaying the rounds after a checkpoint.
 	fetchStoredShard byte = 9
+	// fetchRecordDigest: key: round (8 bytes, big endian), a record digest (32 bytes,
+	// incentives.RecordDigest), signer's peer ID (text): the signed record of that signer
+	// for that round whose record has that digest (its first or its second vote).
+	fetchRecordDigest byte = 10
 )
 
 // headRound is the key of fetchCommitted that asks for the last closed round.
@@ -44,7 +48,7 @@ const headRound = ^uint64(0)
 // Request bounds: a slot request is the longest.
 const (
 	maxFetchCID     = 64
-	maxFetchRequest = 1 + 8 + 4 + verify.MaxIDLen
+	maxFetchRequest = 1 + 8 + 32 + verify.MaxIDLen
 )
 
 // ErrBadFetchRequest is wrapped by parseFetchRequest for a request it refuses.
@@ -56,7 +60,7 @@ var errNotHeld = errors.New("the peer does not hold it")
 // fetchRequest is one decoded request: kind and the key of that kind.
 type fetchRequest struct {
 	kind byte
-	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR
+	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR, fetchRecordDigest
 	cid  []byte   // fetchShardCID
 	slot slot     // fetchShardSlot; fetchSignedRecord: round and peer (the signer)
 }
@@ -71,6 +75,10 @@ func committedRequest(round uint64) fetchRequest {
 
 func storedShardRequest(round uint64, cid []byte) fetchRequest {
 	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round}, cid: cid}
+}
+
+func digestRequest(round uint64, digest [32]byte, signer string) fetchRequest {
+	return fetchRequest{kind: fetchRecordDigest, hash: digest, slot: slot{round: round, peer: signer}}
 }
 
 func recordRequest(round uint64, signer string) fetchRequest {
@@ -96,6 +104,10 @@ func (r fetchRequest) marshal() []byte {
 	case fetchStoredShard:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.cid...)
+	case fetchRecordDigest:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+		out = append(out, r.hash[:]...)
+		out = append(out, r.slot.peer...)
 	}
 	return out
 }
@@ -131,6 +143,15 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 			return r, fmt.Errorf("%w: record key of %d bytes", ErrBadFetchRequest, len(key))
 		}
 		r.slot = slot{round: binary.BigEndian.Uint64(key), peer: string(key[8:])}
+		if err := verify.CheckPeerID(r.slot.peer); err != nil {
+			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
+		}
+	case fetchRecordDigest:
+		if len(key) <= 8+32 {
+			return r, fmt.Errorf("%w: record digest key of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.slot = slot{round: binary.BigEndian.Uint64(key), peer: string(key[8+32:])}
+		copy(r.hash[:], key[8:8+32])
 		if err := verify.CheckPeerID(r.slot.peer); err != nil {
 			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
 		}
@@ -201,6 +222,8 @@ func (s *fetchServer) handle(_ context.Context, from peer.ID, req []byte) ([]byt
 		return s.checkpoint(r), nil
 	case fetchSignedRecord:
 		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer}), nil
+	case fetchRecordDigest:
+		return s.records.byDigest(recordKey{round: r.slot.round, signer: r.slot.peer}, r.hash), nil
 	case fetchCommitted, fetchStoredShard:
 		if s.rounds == nil {
 			return nil, nil
@@ -263,7 +286,7 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxManifestSize
 	case fetchChunk:
 		maxResp = checkpoint.MaxChunkSize
-	case fetchSignedRecord, fetchCommitted:
+	case fetchSignedRecord, fetchCommitted, fetchRecordDigest:
 		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)

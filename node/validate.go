@@ -78,7 +78,7 @@ func (w wire) checks() map[string]wireCheck {
 	return map[string]wireCheck{
 		p2p.KindShards:   w.shardsTopic,
 		p2p.KindAttest:   w.bundle,
-		p2p.KindRecords:  w.record,
+		p2p.KindRecords:  w.recordsTopic,
 		p2p.KindEvidence: w.evidence,
 	}
 }
