@@ -123,11 +123,12 @@ func (w wire) shardsTopic(data []byte) (any, p2p.Result, string) {
 	return scoped(a)(w.scope(a.Header.Network, a.Header.Run))
 }
 
-// Payload fetches of announced shards: at most maxPayloadFetchesPerPeer in flight from one
-// peer (over it the next candidate is asked), each bounded by payloadFetchTimeout.
+// Payload fetches of announced shards and votes: at most maxPayloadFetchesPerPeer in
+// flight to one peer (a further one waits for one of them to end), all of one
+// announcement's fetches bounded by payloadFetchTimeout.
 const (
 	maxPayloadFetchesPerPeer = 8
-	payloadFetchTimeout      = 5 * time.Second
+	payloadFetchTimeout      = defaultFetchTimeout
 )
 
 // announcedShard is the shards topic's full check of an announcement: round window;
@@ -208,7 +209,8 @@ func (f *fullChecks) payload(ctx context.Context, fwd peer.ID, hs *verify.Shard)
 	defer cancel()
 	stop := context.AfterFunc(f.ctx, cancel)
 	defer stop()
-	for _, p := range f.payloadSources(fwd, hs.Header.Peer) {
+	sources := f.payloadSources(fwd, hs.Header.Peer)
+	for _, p := range sources {
 		data, err := f.fetchPayload(ctx, p, cid)
 		if err != nil {
 			continue
@@ -221,6 +223,19 @@ func (f *fullChecks) payload(ctx context.Context, fwd peer.ID, hs *verify.Shard)
 			return nil, nil, p2p.Reject, reasonPayload
 		}
 	}
+	// Gossip will not deliver this announcement again (seen cache): the slot is fetched
+	// off the validator from the signer and the topic's peers, as the loop fetches a slot
+	// missing at a round's close. The header's signature was checked, so this is a slot
+	// its signer did sign.
+	peers := slices.Clone(sources)
+	if f.cfg.Peers != nil {
+		for _, p := range f.cfg.Peers() {
+			if !slices.Contains(peers, p) {
+				peers = append(peers, p)
+			}
+		}
+	}
+	f.wantShard(peers, slotOf(&hs.Header))
 	return nil, nil, p2p.Ignore, reasonNotHeld
 }
 
@@ -236,17 +251,31 @@ func (f *fullChecks) payloadSources(fwd peer.ID, signer string) []peer.ID {
 	return out
 }
 
-// errPeerBusy: maxPayloadFetchesPerPeer fetches from that peer are in flight.
+// errPeerBusy: maxPayloadFetchesPerPeer fetches from that peer stayed in flight until the
+// fetch's time was up.
 var errPeerBusy = errors.New("payload fetches from the peer at their bound")
 
 // fetchPayload asks p for the shard of payload CID cid, within p's bound of fetches in
 // flight. The bytes are unchecked.
 func (f *fullChecks) fetchPayload(ctx context.Context, p peer.ID, cid []byte) ([]byte, error) {
-	if !f.startPayloadFetch(p) {
-		return nil, errPeerBusy
+	if err := f.waitPayloadFetch(ctx, p); err != nil {
+		return nil, err
 	}
 	defer f.endPayloadFetch(p)
 	return f.cfg.Fetch.fetch(ctx, p, cidRequest(cid))
+}
+
+// waitPayloadFetch waits until fewer than maxPayloadFetchesPerPeer fetches to p are in
+// flight and counts one more (startPayloadFetch), or ctx ends.
+func (f *fullChecks) waitPayloadFetch(ctx context.Context, p peer.ID) error {
+	for !f.startPayloadFetch(p) {
+		select {
+		case <-ctx.Done():
+			return errPeerBusy
+		case <-time.After(askWait):
+		}
+	}
+	return nil
 }
 
 // startPayloadFetch counts a fetch of an announced shard or vote from p in flight; false

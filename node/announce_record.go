@@ -187,8 +187,8 @@ func (f *fullChecks) voteOf(ctx context.Context, fwd peer.ID, a *voteAnnouncemen
 // fetchVote asks p for the signed record of a's signer, round and digest, within p's
 // bound of fetches in flight. The bytes are unchecked.
 func (f *fullChecks) fetchVote(ctx context.Context, p peer.ID, a *voteAnnouncement) ([]byte, error) {
-	if !f.startPayloadFetch(p) {
-		return nil, errPeerBusy
+	if err := f.waitPayloadFetch(ctx, p); err != nil {
+		return nil, err
 	}
 	defer f.endPayloadFetch(p)
 	return f.cfg.Fetch.fetch(ctx, p, digestRequest(a.Round, a.Digest, a.Signer))

@@ -181,6 +181,27 @@ func TestForgedAnnouncementFetchesNothing(t *testing.T) {
 	}
 }
 
+// TestUnservedAnnouncementFetchedBySlot: an announcement no source served is ignored
+// (gossip will not deliver it again), and its slot is fetched off the validator from the
+// topic's peers, so the shard still reaches the loop.
+func TestUnservedAnnouncementFetchedBySlot(t *testing.T) {
+	holder := peer.ID("holder")
+	at := newAnnounceTest(t)
+	at.f.cfg.Peers = func() []peer.ID { return []peer.ID{neighbor, holder} }
+	alice := at.fx.Bundle("alice", "")
+	at.holdBundle(alice)
+	s := at.fx.Shard("alice", alice, 10, 0, []byte("payload"))
+	held := newContentStore(0)
+	held.put(s, marshalShard(t, s))
+	at.peers.servers[holder] = newFetchServer(at.f.reg, held, newRecordBook(0))
+	at.expect("unserved", p2p.KindShards, announcementOf(t, s), p2p.Ignore, reasonNotHeld)
+	at.f.wg.Wait()
+	at.delivered("fetched by slot", s)
+	if at.peers.count(holder) != 1 {
+		t.Fatalf("asked %v, want the holder once", at.peers.asked)
+	}
+}
+
 // TestAnnouncedShardFromTheSignerWhenTheForwarderFails: when the forwarder holds nothing,
 // the connected signer of a well-signed announcement is asked.
 func TestAnnouncedShardFromTheSignerWhenTheForwarderFails(t *testing.T) {

@@ -25,13 +25,14 @@ func TestFetchRequests(t *testing.T) {
 		{kind: fetchManifest, hash: [32]byte{4}},
 		{kind: fetchChunk, hash: [32]byte{5}},
 		{kind: fetchManifestR, hash: [32]byte{6}},
+		digestRequest(1<<40, [32]byte{7}, alice),
 	} {
 		got, err := parseFetchRequest(r.marshal())
 		if err != nil || string(got.marshal()) != string(r.marshal()) {
 			t.Fatalf("kind %d: %+v, %v", r.kind, got, err)
 		}
 	}
-	long := slotRequest(slot{peer: string(bytes.Repeat([]byte("x"), verify.MaxIDLen+1))}).marshal()
+	long := digestRequest(1, [32]byte{}, string(bytes.Repeat([]byte("x"), verify.MaxIDLen+1))).marshal()
 	for name, req := range map[string][]byte{
 		"empty":             nil,
 		"unknown kind":      {9, 1, 2},
@@ -44,6 +45,8 @@ func TestFetchRequests(t *testing.T) {
 		"slot without peer": slotRequest(slot{round: 1}).marshal(),
 		"slot of a bad ID":  slotRequest(slot{peer: "not a peer"}).marshal(),
 		"over the cap":      long,
+		"digest, no signer": digestRequest(1, [32]byte{1}, "").marshal(),
+		"digest, bad ID":    digestRequest(1, [32]byte{1}, "not a peer").marshal(),
 	} {
 		if _, err := parseFetchRequest(req); !errors.Is(err, ErrBadFetchRequest) {
 			t.Errorf("%s: %v", name, err)
@@ -63,6 +66,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
 	f.Add(committedRequest(headRound).marshal())
 	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
+	f.Add(digestRequest(3, [32]byte{8}, incentivestest.PeerID("alice")).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)
