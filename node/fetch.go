@@ -42,6 +42,11 @@ const (
 	fetchRecordDigest byte = 10
 )
 
+// fetchKindNames names each request kind in the fetch metrics: a fixed set.
+var fetchKindNames = map[byte]string{fetchBundle: "bundle", fetchShardCID: "shard_cid", fetchShardSlot: "shard_slot",
+	fetchManifest: "manifest", fetchChunk: "chunk", fetchManifestR: "manifest_root", fetchCommitted: "committed",
+	fetchSignedRecord: "record", fetchStoredShard: "stored_shard", fetchRecordDigest: "record_digest"}
+
 // headRound is the key of fetchCommitted that asks for the last closed round.
 const headRound = ^uint64(0)
 
@@ -179,7 +184,8 @@ type fetchServer struct {
 	records *recordBook
 	ckpts   checkpointSource
 	rounds  roundServer
-	limits  *fetchLimits // per-peer request budget; nil: none
+	limits  *fetchLimits   // per-peer request budget; nil: none
+	met     *gossipMetrics // counts what is served; nil: not counted
 }
 
 // roundServer serves the node's committed rounds to late joiners (*store.Store through
@@ -213,27 +219,34 @@ func (s *fetchServer) handle(_ context.Context, from peer.ID, req []byte) ([]byt
 	if s.limits != nil && !s.limits.allow(from, r.kind) {
 		return nil, errFetchRateLimited
 	}
+	out := s.answer(r)
+	s.met.fetchServed(r.kind, len(out))
+	return out, nil
+}
+
+// answer is what the node holds of a request's object, nil if nothing.
+func (s *fetchServer) answer(r fetchRequest) []byte {
 	switch r.kind {
 	case fetchBundle:
-		return s.reg.bundle(r.hash), nil
+		return s.reg.bundle(r.hash)
 	case fetchShardCID:
-		return s.content.byPayload(r.cid), nil
+		return s.content.byPayload(r.cid)
 	case fetchManifest, fetchChunk, fetchManifestR:
-		return s.checkpoint(r), nil
+		return s.checkpoint(r)
 	case fetchSignedRecord:
-		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer}), nil
+		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer})
 	case fetchRecordDigest:
-		return s.records.byDigest(recordKey{round: r.slot.round, signer: r.slot.peer}, r.hash), nil
+		return s.records.byDigest(recordKey{round: r.slot.round, signer: r.slot.peer}, r.hash)
 	case fetchCommitted, fetchStoredShard:
 		if s.rounds == nil {
-			return nil, nil
+			return nil
 		}
 		if r.kind == fetchCommitted {
-			return s.rounds.committed(r.slot.round), nil
+			return s.rounds.committed(r.slot.round)
 		}
-		return s.rounds.shard(r.slot.round, r.cid), nil
+		return s.rounds.shard(r.slot.round, r.cid)
 	default:
-		return s.content.shard(r.slot), nil
+		return s.content.shard(r.slot)
 	}
 }
 
