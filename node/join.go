@@ -106,10 +106,16 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 
 // committed asks the peers for their committed records of round r (headRound: of their
 // last closed round) and keeps those signed by the peer asked, for this network and run,
-// of round r.
+// of round r. For their heads it sends the digest of its own head's record, so that a
+// peer holding the same record answers with its signature alone (fetchCommittedSame).
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
-	for p, data := range j.askAll(ctx, j.peers, committedRequest(r)) {
+	req, own := committedRequest(r), j.ownHead()
+	if r == headRound && own != nil {
+		req = committedSameRequest(r, incentives.RecordDigest(own.Record))
+	}
+	for p, data := range j.askAll(ctx, j.peers, req) {
+		data = fromSame(data, own, p.String())
 		sr, rec, err := incentives.DecodeSignedRecord(data)
 		if err == nil {
 			err = sr.Verify()
@@ -123,6 +129,19 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	}
 	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
 	return out
+}
+
+// ownHead is the node's own signed record of its last closed round, nil if none.
+func (j *joiner) ownHead() *incentives.SignedRecord {
+	if j.n == nil || j.n.ledger == nil || j.n.ledger.st == nil {
+		return nil
+	}
+	data := storedRounds{st: j.n.ledger.st}.committed(headRound)
+	sr, _, err := incentives.DecodeSignedRecord(data)
+	if err != nil {
+		return nil
+	}
+	return sr
 }
 
 // headRoundOf is the highest round that at least half of the heads reach: a few peers
