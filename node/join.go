@@ -106,12 +106,13 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 
 // committed asks the peers for their committed records of round r (headRound: of their
 // last closed round) and keeps those signed by the peer asked, for this network and run,
-// of round r. For their heads it sends the digest of its own head's record, so that a
-// peer holding the same record answers with its signature alone (fetchCommittedSame).
+// of round r. When the node holds its own committed record of r (headRound: of its own
+// head) it sends that record's digest, so that a peer holding the same record answers
+// with its signature alone (fetchCommittedSame).
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
-	req, own := committedRequest(r), j.ownHead()
-	if r == headRound && own != nil {
+	req, own := committedRequest(r), j.ownCommitted(r)
+	if own != nil {
 		req = committedSameRequest(r, incentives.RecordDigest(own.Record))
 	}
 	for p, data := range j.askAll(ctx, j.peers, req) {
@@ -131,12 +132,13 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	return out
 }
 
-// ownHead is the node's own signed record of its last closed round, nil if none.
-func (j *joiner) ownHead() *incentives.SignedRecord {
+// ownCommitted is the node's own committed signed record of round r (headRound: of its
+// last closed round), nil if none.
+func (j *joiner) ownCommitted(r uint64) *incentives.SignedRecord {
 	if j.n == nil || j.n.ledger == nil || j.n.ledger.st == nil {
 		return nil
 	}
-	data := storedRounds{st: j.n.ledger.st}.committed(headRound)
+	data := storedRounds{st: j.n.ledger.st}.committed(r)
 	sr, _, err := incentives.DecodeSignedRecord(data)
 	if err != nil {
 		return nil
