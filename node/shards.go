@@ -17,7 +17,7 @@ func (c *contentStore) heldByCID(cid []byte) (slot, []byte) {
 	if !ok {
 		return slot{}, nil
 	}
-	return k, c.bySlot[k].data
+	return k, c.bySlot[k].byCID(string(cid))
 }
 
 // committedShards takes from the content store the signed shards of every contribution rec
