@@ -148,6 +148,10 @@ func (f *fullChecks) announcedShard(ctx context.Context, fwd peer.ID, a *announc
 	if r, reason := window(*f.view.Load(), a.Header.Round); r != p2p.Accept {
 		return r, reason
 	}
+	if !f.startWait(fwd) {
+		return p2p.Ignore, reasonBusy
+	}
+	defer f.endWait(fwd)
 	hb, ok := f.awaitBundle(ctx, [32]byte(a.Header.BundleHash), fwd)
 	if !ok {
 		return p2p.Ignore, reasonBundleUnknown
@@ -276,6 +280,33 @@ func (f *fullChecks) waitPayloadFetch(ctx context.Context, p peer.ID) error {
 		}
 	}
 	return nil
+}
+
+// maxWaitsPerForwarder bounds the announcements of one forwarder whose check is under
+// way at once, past the cheap checks (it may wait for a bundle or a payload, up to the
+// fetch timeout): gossipsub checks at most 1,024 messages of a topic at a time and drops
+// the rest, marked seen, so a forwarder of forged or withheld announcements could otherwise
+// hold every slot and keep the honest announcements from this node. Past it, Ignore busy.
+const maxWaitsPerForwarder = 32
+
+// startWait counts an announcement of fwd whose check may wait; false when
+// maxWaitsPerForwarder are. endWait ends it.
+func (f *fullChecks) startWait(fwd peer.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.waiting[fwd] >= maxWaitsPerForwarder {
+		return false
+	}
+	f.waiting[fwd]++
+	return true
+}
+
+func (f *fullChecks) endWait(fwd peer.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.waiting[fwd]--; f.waiting[fwd] <= 0 {
+		delete(f.waiting, fwd)
+	}
 }
 
 // startPayloadFetch counts a fetch of an announced shard or vote from p in flight; false

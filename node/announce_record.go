@@ -141,6 +141,10 @@ func (f *fullChecks) announcedVote(ctx context.Context, fwd peer.ID, a *voteAnno
 	if err != nil {
 		return p2p.Reject, reasonSignature
 	}
+	if !f.startWait(fwd) {
+		return p2p.Ignore, reasonBusy
+	}
+	defer f.endWait(fwd)
 	data, r, reason := f.voteOf(ctx, fwd, a)
 	if r != p2p.Accept {
 		return r, reason

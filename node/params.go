@@ -71,7 +71,8 @@ func NewParams(s *configs.Spec) (*Params, error) {
 	}
 	c := s.Training.Compression
 	p.Limits = compress.Limits{MaxBytes: c.MaxShardBytes, MaxTensors: len(p.Shapes),
-		MaxElements: training.NumParams(m.Params()), MaxRank: c.RankMax}
+		MaxElements: training.NumParams(m.Params()), MaxRank: c.RankMax,
+		NoSparse: true} // the spec has no codec field: every network's codec is low-rank
 	if p.round, err = roundTemplate(s.Training); err != nil {
 		return nil, err
 	}

@@ -265,6 +265,7 @@ type fullChecks struct {
 	pending  map[[32]byte]chan struct{}  // bundles being fetched: closed when the fetch ends
 	fetching map[peer.ID]int             // bundle fetches in flight by neighbour
 	payloads map[peer.ID]int             // announced payload fetches in flight by peer
+	waiting  map[peer.ID]int             // announcements of a forwarder whose check may wait (startWait)
 	made     map[incentives.Offence]bool // offences this node made evidence of
 }
 
@@ -292,7 +293,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, records: newRecordBook(0), spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
-		pending: make(map[[32]byte]chan struct{}), fetching: make(map[peer.ID]int), payloads: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
+		pending: make(map[[32]byte]chan struct{}), fetching: make(map[peer.ID]int), payloads: make(map[peer.ID]int), waiting: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
 		f.stash = NewStash(StashConfig{})

@@ -73,3 +73,29 @@ func TestRangeReaderDueAndSparseMatchDecodeDue(t *testing.T) {
 		check("top-k", m, like(in), nil)
 	}
 }
+
+// A network of the low-rank codec (Limits.NoSparse) refuses a top-k message's shards at
+// decoding; other limits take them.
+func TestNoSparseRefusesTopKShards(t *testing.T) {
+	e := mustEncoder(t, Config{Codec: CodecTopK, ByteBudget: 200, BlockSize: 8})
+	m, err := e.EncodeRound(0, topkInputs(newRand(5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := m.Shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := DefaultLimits
+	for _, sh := range shards {
+		if _, err := DecodeShard(sh.Data, lim); err != nil {
+			t.Fatalf("a top-k shard under the default limits: %v", err)
+		}
+	}
+	lim.NoSparse = true
+	for _, sh := range shards {
+		if _, err := DecodeShard(sh.Data, lim); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("a top-k shard with NoSparse: %v, want ErrMalformed", err)
+		}
+	}
+}

@@ -27,6 +27,10 @@ type Limits struct {
 	// MaxRank bounds the rank of low-rank pieces. A receiver's work to reconstruct a shard is
 	// at most MaxElements × MaxRank multiply-adds.
 	MaxRank int
+	// NoSparse refuses sparse pieces (the top-k codec's): a network whose codec is low-rank
+	// takes none, since a sparse piece of no index covers a whole tensor in a few bytes and
+	// a receiver reconstructs it whole.
+	NoSparse bool
 }
 
 // DefaultLimits accepts any shard this package produces for models of up to 32M parameters.
@@ -146,6 +150,9 @@ func (m *Message) validate(lim Limits) error {
 	maxRank := min(lim.MaxRank, MaxRank)
 	total := 0
 	for i := range m.pieces {
+		if lim.NoSparse && m.pieces[i].Sparse {
+			return fmt.Errorf("tensor %d %q: %w: a sparse piece in a network of the low-rank codec", i, m.pieces[i].Name, ErrMalformed)
+		}
 		n, err := m.pieces[i].validate(m.block, maxRank)
 		if err != nil {
 			return fmt.Errorf("tensor %d %q: %w", i, m.pieces[i].Name, err)
