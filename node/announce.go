@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/p2p"
@@ -45,28 +44,8 @@ type announcement struct {
 }
 
 var (
-	announceEnc = func() cbor.EncMode {
-		m, err := cbor.CoreDetEncOptions().EncMode()
-		if err != nil {
-			panic(err) // static options; cannot fail
-		}
-		return m
-	}()
-	announceDec = func() cbor.DecMode {
-		m, err := cbor.DecOptions{
-			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-			IndefLength:       cbor.IndefLengthForbidden,
-			TagsMd:            cbor.TagsForbidden,
-			MaxNestedLevels:   4,
-			MaxArrayElements:  16,
-			MaxMapPairs:       16,
-			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		}.DecMode()
-		if err != nil {
-			panic(err) // static options; cannot fail
-		}
-		return m
-	}()
+	announceEnc = detEncMode()
+	announceDec = strictDecMode(4, 16)
 )
 
 // errAnnouncement wraps every refusal of decodeAnnouncement.

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
@@ -43,28 +41,8 @@ type localState struct {
 func maxLocalBytes(n int) int { return 5*8*n + 1<<20 }
 
 var (
-	localEnc = func() cbor.EncMode {
-		m, err := cbor.CoreDetEncOptions().EncMode()
-		if err != nil {
-			panic(err) // static options; cannot fail
-		}
-		return m
-	}()
-	localDec = func() cbor.DecMode {
-		m, err := cbor.DecOptions{
-			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-			IndefLength:       cbor.IndefLengthForbidden,
-			TagsMd:            cbor.TagsForbidden,
-			MaxNestedLevels:   8,
-			MaxArrayElements:  5 * maxLocalTensors, // the header's lists; the total size is checked first
-			MaxMapPairs:       16,
-			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		}.DecMode()
-		if err != nil {
-			panic(err) // static options; cannot fail
-		}
-		return m
-	}()
+	localEnc = detEncMode()
+	localDec = strictDecMode(8, 5*maxLocalTensors) // the header's lists; the total size is checked first
 )
 
 // local is the trainer's part of the local state: the optimizer, the inner steps and the
