@@ -65,30 +65,12 @@ func removeSlot[K comparable](m map[K]slotSet, key K, k slot) {
 }
 
 // heldShard is a shard's encoding and its payload CID, and whether another shard for its
-// slot was seen (its signer equivocated): then the first other one is held too, so that
-// the node serves by CID the second shard whose announcement it passed on (it proves the
-// equivocation to whoever fetches it).
+// slot was seen (its signer equivocated).
 type heldShard struct {
 	data        []byte
 	cid         string
 	equivocated bool
-	other       []byte // the first other shard for the slot, if it fitted
-	otherCID    string
 }
-
-// byCID returns the held encoding whose payload CID is cid: the first or the other.
-func (h heldShard) byCID(cid string) []byte {
-	switch {
-	case h.cid == cid:
-		return h.data
-	case h.other != nil && h.otherCID == cid:
-		return h.other
-	}
-	return nil
-}
-
-// size is the bytes the held shard takes.
-func (h heldShard) size() int { return len(h.data) + len(h.other) }
 
 func slotOf(h *verify.ShardHeader) slot { return slot{round: h.Round, peer: h.Peer, index: h.Index} }
 
@@ -116,13 +98,6 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 			return putRepeated
 		}
 		old.equivocated = true
-		cid := string(s.Header.PayloadCID)
-		if _, taken := c.byCID[cid]; !taken && c.bytes+len(data) <= c.maxBytes {
-			old.other, old.otherCID = bytes.Clone(data), cid
-			c.byCID[cid] = k
-			c.peerLoad[k.peer] += len(data)
-			c.bytes += len(data)
-		}
 		c.bySlot[k] = old
 		return putConflict
 	}
@@ -138,15 +113,6 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	return putNew
 }
 
-// conflictKnown reports whether the slot of s holds a shard and another was seen, and s's
-// payload CID is not the first's: s is a further shard for the slot, or the known other.
-func (c *contentStore) conflictKnown(s *verify.Shard) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old, ok := c.bySlot[slotOf(&s.Header)]
-	return ok && old.equivocated && old.cid != string(s.Header.PayloadCID)
-}
-
 // remove undoes the put of data, the encoding of s, that the loop never received: it
 // drops the shard of s's slot if it is data, else forgets that the slot had a conflict.
 func (c *contentStore) remove(s *verify.Shard, data []byte) {
@@ -159,12 +125,6 @@ func (c *contentStore) remove(s *verify.Shard, data []byte) {
 		c.drop(k, old)
 	case ok:
 		old.equivocated = false
-		if old.other != nil {
-			delete(c.byCID, old.otherCID)
-			c.peerLoad[k.peer] -= len(old.other)
-			c.bytes -= len(old.other)
-			old.other, old.otherCID = nil, ""
-		}
 		c.bySlot[k] = old
 	}
 }
@@ -207,7 +167,7 @@ func (c *contentStore) byPayload(cid []byte) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if k, ok := c.byCID[string(cid)]; ok {
-		return c.bySlot[k].byCID(string(cid))
+		return c.bySlot[k].data
 	}
 	return nil
 }
@@ -238,11 +198,8 @@ func (c *contentStore) drop(k slot, old heldShard) {
 	if c.byCID[old.cid] == k {
 		delete(c.byCID, old.cid)
 	}
-	if old.other != nil && c.byCID[old.otherCID] == k {
-		delete(c.byCID, old.otherCID)
-	}
-	c.bytes -= old.size()
-	c.peerLoad[k.peer] -= old.size()
+	c.bytes -= len(old.data)
+	c.peerLoad[k.peer] -= len(old.data)
 	if c.byPeer[k.peer] == nil {
 		delete(c.peerLoad, k.peer)
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,32 +36,7 @@ const (
 	// round the node stored with a commit (kept since its oldest checkpoint), for late
 	// joiners replaying the rounds after a checkpoint.
 	fetchStoredShard byte = 9
-	// fetchRecordDigest: key: round (8 bytes, big endian), a record digest (32 bytes,
-	// incentives.RecordDigest), signer's peer ID (text): the signed record of that signer
-	// for that round whose record has that digest (its first or its second vote).
-	fetchRecordDigest byte = 10
-	// fetchCommittedSame: key: round (8 bytes, big endian; all ones: the last closed
-	// round), a record digest (32 bytes): fetchCommitted's answer, but when the record
-	// the node committed has that digest, only its signature (sameCommitted): the asker,
-	// who holds that record, rebuilds the signed record. A head watch asks its peers for
-	// their heads with the digest of its own head: peers that agree answer in 74 bytes
-	// rather than a whole record.
-	fetchCommittedSame byte = 11
 )
-
-// sameCommitted marks fetchCommittedSame's short answer: the marker, the signed record's
-// version (1 byte), its round (8 bytes, big endian) and its signature. A signed record's
-// encoding (a CBOR map) never starts with the marker.
-const (
-	sameCommitted    byte = 0x01
-	sameCommittedLen      = 1 + 1 + 8 + 64
-)
-
-// fetchKindNames names each request kind in the fetch metrics: a fixed set.
-var fetchKindNames = map[byte]string{fetchBundle: "bundle", fetchShardCID: "shard_cid", fetchShardSlot: "shard_slot",
-	fetchManifest: "manifest", fetchChunk: "chunk", fetchManifestR: "manifest_root", fetchCommitted: "committed",
-	fetchSignedRecord: "record", fetchStoredShard: "stored_shard", fetchRecordDigest: "record_digest",
-	fetchCommittedSame: "committed_same"}
 
 // headRound is the key of fetchCommitted that asks for the last closed round.
 const headRound = ^uint64(0)
@@ -70,7 +44,7 @@ const headRound = ^uint64(0)
 // Request bounds: a slot request is the longest.
 const (
 	maxFetchCID     = 64
-	maxFetchRequest = 1 + 8 + 32 + verify.MaxIDLen
+	maxFetchRequest = 1 + 8 + 4 + verify.MaxIDLen
 )
 
 // ErrBadFetchRequest is wrapped by parseFetchRequest for a request it refuses.
@@ -82,7 +56,7 @@ var errNotHeld = errors.New("the peer does not hold it")
 // fetchRequest is one decoded request: kind and the key of that kind.
 type fetchRequest struct {
 	kind byte
-	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR, fetchRecordDigest
+	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR
 	cid  []byte   // fetchShardCID
 	slot slot     // fetchShardSlot; fetchSignedRecord: round and peer (the signer)
 }
@@ -97,14 +71,6 @@ func committedRequest(round uint64) fetchRequest {
 
 func storedShardRequest(round uint64, cid []byte) fetchRequest {
 	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round}, cid: cid}
-}
-
-func digestRequest(round uint64, digest [32]byte, signer string) fetchRequest {
-	return fetchRequest{kind: fetchRecordDigest, hash: digest, slot: slot{round: round, peer: signer}}
-}
-
-func committedSameRequest(round uint64, digest [32]byte) fetchRequest {
-	return fetchRequest{kind: fetchCommittedSame, slot: slot{round: round}, hash: digest}
 }
 
 func recordRequest(round uint64, signer string) fetchRequest {
@@ -130,13 +96,6 @@ func (r fetchRequest) marshal() []byte {
 	case fetchStoredShard:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.cid...)
-	case fetchRecordDigest:
-		out = binary.BigEndian.AppendUint64(out, r.slot.round)
-		out = append(out, r.hash[:]...)
-		out = append(out, r.slot.peer...)
-	case fetchCommittedSame:
-		out = binary.BigEndian.AppendUint64(out, r.slot.round)
-		out = append(out, r.hash[:]...)
 	}
 	return out
 }
@@ -175,21 +134,6 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 		if err := verify.CheckPeerID(r.slot.peer); err != nil {
 			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
 		}
-	case fetchRecordDigest:
-		if len(key) <= 8+32 {
-			return r, fmt.Errorf("%w: record digest key of %d bytes", ErrBadFetchRequest, len(key))
-		}
-		r.slot = slot{round: binary.BigEndian.Uint64(key), peer: string(key[8+32:])}
-		copy(r.hash[:], key[8:8+32])
-		if err := verify.CheckPeerID(r.slot.peer); err != nil {
-			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
-		}
-	case fetchCommittedSame:
-		if len(key) != 8+32 {
-			return r, fmt.Errorf("%w: round and digest of %d bytes", ErrBadFetchRequest, len(key))
-		}
-		r.slot = slot{round: binary.BigEndian.Uint64(key)}
-		copy(r.hash[:], key[8:])
 	case fetchCommitted:
 		if len(key) != 8 {
 			return r, fmt.Errorf("%w: round of %d bytes", ErrBadFetchRequest, len(key))
@@ -214,8 +158,7 @@ type fetchServer struct {
 	records *recordBook
 	ckpts   checkpointSource
 	rounds  roundServer
-	limits  *fetchLimits   // per-peer request budget; nil: none
-	met     *gossipMetrics // counts what is served; nil: not counted
+	limits  *fetchLimits // per-peer request budget; nil: none
 }
 
 // roundServer serves the node's committed rounds to late joiners (*store.Store through
@@ -249,37 +192,25 @@ func (s *fetchServer) handle(_ context.Context, from peer.ID, req []byte) ([]byt
 	if s.limits != nil && !s.limits.allow(from, r.kind) {
 		return nil, errFetchRateLimited
 	}
-	out := s.answer(r)
-	s.met.fetchServed(r.kind, len(out))
-	return out, nil
-}
-
-// answer is what the node holds of a request's object, nil if nothing.
-func (s *fetchServer) answer(r fetchRequest) []byte {
 	switch r.kind {
 	case fetchBundle:
-		return s.reg.bundle(r.hash)
+		return s.reg.bundle(r.hash), nil
 	case fetchShardCID:
-		return s.content.byPayload(r.cid)
+		return s.content.byPayload(r.cid), nil
 	case fetchManifest, fetchChunk, fetchManifestR:
-		return s.checkpoint(r)
+		return s.checkpoint(r), nil
 	case fetchSignedRecord:
-		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer})
-	case fetchRecordDigest:
-		return s.records.byDigest(recordKey{round: r.slot.round, signer: r.slot.peer}, r.hash)
-	case fetchCommitted, fetchStoredShard, fetchCommittedSame:
+		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer}), nil
+	case fetchCommitted, fetchStoredShard:
 		if s.rounds == nil {
-			return nil
+			return nil, nil
 		}
-		switch r.kind {
-		case fetchCommitted:
-			return s.rounds.committed(r.slot.round)
-		case fetchCommittedSame:
-			return shortIfSame(s.rounds.committed(r.slot.round), r.hash)
+		if r.kind == fetchCommitted {
+			return s.rounds.committed(r.slot.round), nil
 		}
-		return s.rounds.shard(r.slot.round, r.cid)
+		return s.rounds.shard(r.slot.round, r.cid), nil
 	default:
-		return s.content.shard(r.slot)
+		return s.content.shard(r.slot), nil
 	}
 }
 
@@ -332,7 +263,7 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxManifestSize
 	case fetchChunk:
 		maxResp = checkpoint.MaxChunkSize
-	case fetchSignedRecord, fetchCommitted, fetchRecordDigest, fetchCommittedSame:
+	case fetchSignedRecord, fetchCommitted:
 		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)
@@ -358,18 +289,16 @@ func (f *fullChecks) wantBundle(h [32]byte, from peer.ID) {
 		return
 	}
 	f.mu.Lock()
-	if f.pending[h] != nil || f.fetching[from] >= maxFetchesPerPeer {
+	if f.pending[h] || f.fetching[from] >= maxFetchesPerPeer {
 		f.mu.Unlock()
 		return
 	}
-	fetched := make(chan struct{})
-	f.pending[h] = fetched
+	f.pending[h] = true
 	f.fetching[from]++
 	f.mu.Unlock()
 	done := func() {
 		f.mu.Lock()
 		delete(f.pending, h)
-		close(fetched)
 		if f.fetching[from]--; f.fetching[from] == 0 {
 			delete(f.fetching, from)
 		}
@@ -458,32 +387,4 @@ func (f *fullChecks) fetchedShard(ctx context.Context, from peer.ID, k slot, dat
 		_ = f.fetchBundle(ctx, from, h)
 	}
 	return f.recheck(data)
-}
-
-// shortIfSame is the answer to fetchCommittedSame: data, a committed signed record, whole,
-// or sameCommitted's short form when its record has digest digest.
-func shortIfSame(data []byte, digest [32]byte) []byte {
-	sr, _, err := incentives.DecodeSignedRecord(data)
-	if err != nil || incentives.RecordDigest(sr.Record) != digest || len(sr.Sig) != 64 {
-		return data
-	}
-	out := append(make([]byte, 0, sameCommittedLen), sameCommitted, sr.Version)
-	out = binary.BigEndian.AppendUint64(out, sr.Round)
-	return append(out, sr.Sig...)
-}
-
-// fromSame returns the signed record an answer to fetchCommittedSame stands for: the
-// answer itself when whole, else own (the asker's record of the digest it sent, signed by
-// whoever) with the version, round and signature of the short form, signed by signer. The
-// result is unchecked: the caller checks it as any committed record.
-func fromSame(answer []byte, own *incentives.SignedRecord, signer string) []byte {
-	if len(answer) == 0 || answer[0] != sameCommitted {
-		return answer
-	}
-	if len(answer) != sameCommittedLen || own == nil {
-		return nil
-	}
-	sr := &incentives.SignedRecord{Version: answer[1], Network: own.Network, Run: own.Run, Signer: signer,
-		Record: own.Record, Round: binary.BigEndian.Uint64(answer[2:10]), Sig: bytes.Clone(answer[10:])}
-	return sr.Marshal()
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/p2p/p2ptest"
@@ -26,15 +25,13 @@ func TestFetchRequests(t *testing.T) {
 		{kind: fetchManifest, hash: [32]byte{4}},
 		{kind: fetchChunk, hash: [32]byte{5}},
 		{kind: fetchManifestR, hash: [32]byte{6}},
-		digestRequest(1<<40, [32]byte{7}, alice),
-		committedSameRequest(headRound, [32]byte{9}),
 	} {
 		got, err := parseFetchRequest(r.marshal())
 		if err != nil || string(got.marshal()) != string(r.marshal()) {
 			t.Fatalf("kind %d: %+v, %v", r.kind, got, err)
 		}
 	}
-	long := digestRequest(1, [32]byte{}, string(bytes.Repeat([]byte("x"), verify.MaxIDLen+1))).marshal()
+	long := slotRequest(slot{peer: string(bytes.Repeat([]byte("x"), verify.MaxIDLen+1))}).marshal()
 	for name, req := range map[string][]byte{
 		"empty":             nil,
 		"unknown kind":      {9, 1, 2},
@@ -47,9 +44,6 @@ func TestFetchRequests(t *testing.T) {
 		"slot without peer": slotRequest(slot{round: 1}).marshal(),
 		"slot of a bad ID":  slotRequest(slot{peer: "not a peer"}).marshal(),
 		"over the cap":      long,
-		"digest, no signer": digestRequest(1, [32]byte{1}, "").marshal(),
-		"digest, bad ID":    digestRequest(1, [32]byte{1}, "not a peer").marshal(),
-		"same, short":       committedSameRequest(1, [32]byte{1}).marshal()[:40],
 	} {
 		if _, err := parseFetchRequest(req); !errors.Is(err, ErrBadFetchRequest) {
 			t.Errorf("%s: %v", name, err)
@@ -69,8 +63,6 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
 	f.Add(committedRequest(headRound).marshal())
 	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
-	f.Add(digestRequest(3, [32]byte{8}, incentivestest.PeerID("alice")).marshal())
-	f.Add(committedSameRequest(headRound, [32]byte{9}).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)
@@ -226,43 +218,4 @@ func gossipShard(t *testing.T, ctx context.Context, sender, receiver *p2p.Host, 
 	}
 	ft.f.wg.Wait()
 	return ft
-}
-
-// heldRounds serves one committed record as every round's.
-type heldRounds struct{ signed []byte }
-
-func (h heldRounds) committed(uint64) []byte     { return h.signed }
-func (h heldRounds) shard(uint64, []byte) []byte { return nil }
-
-// TestCommittedHeadShortWhenTheSame: asked for its head with the digest of the asker's
-// own head, a peer that committed the same record answers with its signature alone, from
-// which the asker rebuilds exactly the peer's signed record; one that committed another
-// record answers with it whole; a short answer of the wrong size stands for nothing.
-func TestCommittedHeadShortWhenTheSame(t *testing.T) {
-	fx := incentivestest.New("net-a", "run-a")
-	mine := signRecordAs(t, "alice", fx.Network, fx.Run, 9, 0)
-	theirs := signRecordAs(t, "bob", fx.Network, fx.Run, 9, 0)
-	srv := newFetchServer(nil, newContentStore(0), newRecordBook(0))
-	srv.rounds = heldRounds{signed: theirs.Marshal()}
-	ask := func(digest [32]byte) []byte {
-		out, err := srv.handle(context.Background(), self, committedSameRequest(headRound, digest).marshal())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	short := ask(incentives.RecordDigest(mine.Record))
-	if len(short) != sameCommittedLen {
-		t.Fatalf("a peer with the same record answered %d bytes, want %d", len(short), sameCommittedLen)
-	}
-	if got := fromSame(short, mine, theirs.Signer); !bytes.Equal(got, theirs.Marshal()) {
-		t.Fatal("the rebuilt record is not the peer's signed record")
-	}
-	other := signRecordAs(t, "alice", fx.Network, fx.Run, 9, 1)
-	if whole := ask(incentives.RecordDigest(other.Record)); !bytes.Equal(fromSame(whole, other, theirs.Signer), theirs.Marshal()) {
-		t.Fatal("a peer with another record did not answer with it whole")
-	}
-	if got := fromSame(short[:len(short)-1], mine, theirs.Signer); got != nil {
-		t.Fatal("a short answer of the wrong size was taken")
-	}
 }

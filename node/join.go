@@ -111,17 +111,10 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 
 // committed asks the peers for their committed records of round r (headRound: of their
 // last closed round) and keeps those signed by the peer asked, for this network and run,
-// of round r. When the node holds its own committed record of r (headRound: of its own
-// head) it sends that record's digest, so that a peer holding the same record answers
-// with its signature alone (fetchCommittedSame).
+// of round r.
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
-	req, own := committedRequest(r), j.ownCommitted(r)
-	if own != nil {
-		req = committedSameRequest(r, incentives.RecordDigest(own.Record))
-	}
-	for p, data := range j.askAll(ctx, j.peers, req) {
-		data = fromSame(data, own, p.String())
+	for p, data := range j.askAll(ctx, j.peers, committedRequest(r)) {
 		sr, rec, err := incentives.DecodeSignedRecord(data)
 		if err == nil {
 			err = sr.Verify()
@@ -135,20 +128,6 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	}
 	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
 	return out
-}
-
-// ownCommitted is the node's own committed signed record of round r (headRound: of its
-// last closed round), nil if none.
-func (j *joiner) ownCommitted(r uint64) *incentives.SignedRecord {
-	if j.n == nil || j.n.ledger == nil || j.n.ledger.st == nil {
-		return nil
-	}
-	data := storedRounds{st: j.n.ledger.st}.committed(r)
-	sr, _, err := incentives.DecodeSignedRecord(data)
-	if err != nil {
-		return nil
-	}
-	return sr
 }
 
 // headOfPower is the highest round that heads carrying more than half of led's voting

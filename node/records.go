@@ -17,8 +17,7 @@ type recordKey struct {
 // rounds open to repair and the next ones, the first of each signer for each round, so
 // that a record reaches the loop once, a second one of the signer is told apart, and the
 // records can be served to a peer that was cut off; of a signer that signed two records
-// for a round, the second is let through once and served by its digest (a node that passed
-// its announcement on holds it). It is bounded in bytes: past the
+// for a round, the second is let through once (by hash: not served). It is bounded in bytes: past the
 // bound a record is remembered by hash only (not served). The validators keep it to
 // staked signers and the rounds of the window; the loop prunes it by round. Apart, it
 // sets aside a few records of signers that were no voters of the view yet (setAside,
@@ -29,7 +28,6 @@ type recordBook struct {
 	mu     sync.Mutex
 	bytes  int
 	held   map[recordKey]heldRecord
-	digest map[[32]byte]recordKey  // the key of a held record (first or second) of each digest
 	asked  map[recordKey][]peer.ID // the peers asked for a record the node lacks
 	flight map[peer.ID]int         // record fetches in flight by peer
 
@@ -49,12 +47,9 @@ type asideRecord struct {
 // hash of the signer's first other record for the round, if one came (a vote cast twice:
 // it is forwarded once so that every node holds both, and not served).
 type heldRecord struct {
-	hash      [32]byte
-	digest    [32]byte // incentives.RecordDigest of the record inside: what the signature covers
-	data      []byte
-	other     *[32]byte
-	otherDig  [32]byte // the second record's digest
-	otherData []byte   // the second record's bytes, served by digest (nil when over the byte bound)
+	hash  [32]byte
+	data  []byte
+	other *[32]byte
 }
 
 // Bounds of a record book.
@@ -76,7 +71,7 @@ func newRecordBook(maxBytes int) *recordBook {
 	if maxBytes <= 0 {
 		maxBytes = defaultRecordBytes
 	}
-	return &recordBook{maxBytes: maxBytes, held: map[recordKey]heldRecord{}, digest: map[[32]byte]recordKey{}, asked: map[recordKey][]peer.ID{},
+	return &recordBook{maxBytes: maxBytes, held: map[recordKey]heldRecord{}, asked: map[recordKey][]peer.ID{},
 		flight: map[peer.ID]int{}, aside: map[recordKey]asideRecord{}}
 }
 
@@ -105,29 +100,23 @@ func (b *recordBook) findLocked(k recordKey, hash [32]byte) putResult {
 // put holds data, of hash, as the record of k unless one is held, or notes hash as the
 // second record of k when only a first is held, and says what it found: putNew and
 // putConflict are the ones it took.
-func (b *recordBook) put(k recordKey, hash, digest [32]byte, data []byte) putResult {
+func (b *recordBook) put(k recordKey, hash [32]byte, data []byte) putResult {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch r := b.findLocked(k, hash); r {
 	case putConflict:
 		h := b.held[k]
-		h.other, h.otherDig = &hash, digest
-		if b.bytes+len(data) <= b.maxBytes {
-			h.otherData = slices.Clone(data)
-			b.bytes += len(data)
-			b.digest[digest] = k
-		}
+		h.other = &hash
 		b.held[k] = h
 		return r
 	case putNew:
 	default:
 		return r
 	}
-	h := heldRecord{hash: hash, digest: digest}
+	h := heldRecord{hash: hash}
 	if b.bytes+len(data) <= b.maxBytes {
 		h.data = slices.Clone(data)
 		b.bytes += len(data)
-		b.digest[digest] = k
 	}
 	b.held[k] = h
 	delete(b.asked, k)
@@ -141,9 +130,7 @@ func (b *recordBook) remove(k recordKey, hash [32]byte) {
 	h, ok := b.held[k]
 	switch {
 	case ok && h.other != nil && *h.other == hash:
-		b.forgetDigest(h.otherDig, k)
-		b.bytes -= len(h.otherData)
-		h.other, h.otherData = nil, nil
+		h.other = nil
 		b.held[k] = h
 	case ok && h.hash == hash:
 		b.drop(k, h)
@@ -226,61 +213,7 @@ func (b *recordBook) prune(round uint64) {
 // drop forgets one held record. b.mu is held.
 func (b *recordBook) drop(k recordKey, h heldRecord) {
 	delete(b.held, k)
-	b.bytes -= len(h.data) + len(h.otherData)
-	b.forgetDigest(h.digest, k)
-	if h.other != nil {
-		b.forgetDigest(h.otherDig, k)
-	}
-}
-
-// forgetDigest removes digest's entry if it names k. b.mu is held.
-func (b *recordBook) forgetDigest(digest [32]byte, k recordKey) {
-	if b.digest[digest] == k {
-		delete(b.digest, digest)
-	}
-}
-
-// byDigest returns the held bytes of the record of k whose digest is digest (the first or
-// the second), nil if none. The bytes are shared.
-func (b *recordBook) byDigest(k recordKey, digest [32]byte) []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	h, ok := b.held[k]
-	switch {
-	case !ok:
-		return nil
-	case h.digest == digest:
-		return h.data
-	case h.other != nil && h.otherDig == digest:
-		return h.otherData
-	}
-	return nil
-}
-
-// knownOther reports whether the book holds two records of k and digest is neither's: a
-// third record of the signer for the round.
-func (b *recordBook) knownOther(k recordKey, digest [32]byte) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	h, ok := b.held[k]
-	return ok && h.other != nil && h.digest != digest && h.otherDig != digest
-}
-
-// withDigest returns the held bytes of some signed record, of any signer, whose record
-// has digest digest, nil if none: honest nodes that agree sign the same record, so the
-// node rebuilds a peer's vote from its own or another's. The bytes are shared.
-func (b *recordBook) withDigest(digest [32]byte) []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k, ok := b.digest[digest]
-	if !ok {
-		return nil
-	}
-	h := b.held[k]
-	if h.digest == digest {
-		return h.data
-	}
-	return h.otherData
+	b.bytes -= len(h.data)
 }
 
 // setAside keeps data, the record of k that fwd forwarded and whose signer is no voter

@@ -17,7 +17,7 @@ func (c *contentStore) heldByCID(cid []byte) (slot, []byte) {
 	if !ok {
 		return slot{}, nil
 	}
-	return k, c.bySlot[k].byCID(string(cid))
+	return k, c.bySlot[k].data
 }
 
 // committedShards takes from the content store the signed shards of every contribution rec

@@ -138,7 +138,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	if err != nil {
 		return fmt.Errorf("network spec: %w", err)
 	}
-	publish := n.publish
+	publish := func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) }
 	w := wireOf(s)
 	n.checks = newFullChecks(fullConfig{
 		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
@@ -146,7 +146,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
 		Peers:   func() []peer.ID { return n.host.TopicPeers(p2p.KindRecords) },
 		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
-		Publish: publish, Connected: n.connected, Metrics: met, Log: n.log,
+		Publish: publish, Metrics: met, Log: n.log,
 	})
 	att, err := newAttestor(n.opts.Config.Attest, n.opts.Home.Dir, key, s, n.checks.reg, publish)
 	if err != nil {
@@ -205,7 +205,6 @@ func (n *Node) serveFetch() {
 	srv.ckpts = n.ledger.st
 	srv.rounds = storedRounds{st: n.ledger.st, maxPayload: n.opts.Spec.Training.Compression.MaxShardBytes}
 	srv.limits = newFetchLimits(n.checks.cfg.Metrics.fetchRefused)
-	srv.met = n.checks.cfg.Metrics
 	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
 }
 

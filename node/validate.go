@@ -42,15 +42,13 @@ const (
 	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
 	reasonUnstaked      = "unstaked"       // a record whose signer holds no stake: it carries no weight
 	reasonSecondRecord  = "second_record"  // a third different record of a signer for a round or more: the second proved the double vote
-	reasonNotHeld       = "not_held"       // an announced shard whose payload no peer asked sent
-	reasonPayload       = "payload"        // an announced shard's payload, from the forwarder, not the one announced
 )
 
 // reasons is the set of every reason.
 var reasons = []string{reasonOK, reasonSize, reasonDecode, reasonNetwork, reasonRun, reasonLate,
 	reasonReplay, reasonFuture, reasonBundleUnknown, reasonBundleInvalid, reasonSignature,
 	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence, reasonEquivocation, reasonUnstaked,
-	reasonSecondRecord, reasonNotHeld, reasonPayload}
+	reasonSecondRecord}
 
 // shardEnvelope bounds what a shard adds to its payload (header, signature, framing):
 // the size cap of the shards topic is the spec's shard payload limit plus this. verify's
@@ -76,9 +74,9 @@ func wireOf(s *configs.Spec) wire {
 // checks returns the wire check of every topic kind.
 func (w wire) checks() map[string]wireCheck {
 	return map[string]wireCheck{
-		p2p.KindShards:   w.shardsTopic,
+		p2p.KindShards:   w.shard,
 		p2p.KindAttest:   w.bundle,
-		p2p.KindRecords:  w.recordsTopic,
+		p2p.KindRecords:  w.record,
 		p2p.KindEvidence: w.evidence,
 	}
 }
@@ -221,12 +219,9 @@ type fullConfig struct {
 	Deliver func(ev any) bool
 	// Publish publishes on a gossip topic: evidence the node makes.
 	Publish publishFunc
-	// Connected reports whether the node is connected to a peer: an announced shard's
-	// signer is asked for its payload when the forwarder fails, if connected (nil: never).
-	Connected func(peer.ID) bool
-	Metrics   *gossipMetrics
-	Log       *slog.Logger
-	Now       func() time.Time
+	Metrics *gossipMetrics
+	Log     *slog.Logger
+	Now     func() time.Time
 	// MaxHeavy bounds the bundle verifications and evidence checks run at once for
 	// gossip; over it a message is ignored (busy). 0 = GOMAXPROCS.
 	MaxHeavy int
@@ -262,10 +257,8 @@ type fullChecks struct {
 	stopped bool
 
 	mu       sync.Mutex
-	pending  map[[32]byte]chan struct{}  // bundles being fetched: closed when the fetch ends
+	pending  map[[32]byte]bool           // bundles being fetched
 	fetching map[peer.ID]int             // bundle fetches in flight by neighbour
-	payloads map[peer.ID]int             // announced payload fetches in flight by peer
-	waiting  map[peer.ID]int             // announcements of a forwarder whose check may wait (startWait)
 	made     map[incentives.Offence]bool // offences this node made evidence of
 }
 
@@ -293,7 +286,7 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, records: newRecordBook(0), spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
-		pending: make(map[[32]byte]chan struct{}), fetching: make(map[peer.ID]int), payloads: make(map[peer.ID]int), waiting: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
+		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
 		f.stash = NewStash(StashConfig{})
@@ -349,10 +342,7 @@ func (f *fullChecks) close() {
 	f.wg.Wait()
 }
 
-func (f *fullChecks) shard(ctx context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
-	if a, ok := obj.(*announcement); ok {
-		return f.announcedShard(ctx, fwd, a)
-	}
+func (f *fullChecks) shard(_ context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
 	s := obj.(*verify.Shard)
 	if r, reason := window(*f.view.Load(), s.Header.Round); r != p2p.Accept {
 		return r, reason
@@ -440,7 +430,7 @@ func (f *fullChecks) checkContent(payload []byte) error {
 // (the checker decides the rest).
 func (f *fullChecks) invalidAttestation(hb *heldBundle, s *verify.Shard, err error) {
 	if !slices.Contains(incentives.ProvableClasses, verify.ClassOf(err)) || s.Header.Peer != hb.b.PeerID ||
-		f.checkHeaderSignature(s, hb.b.EphemeralKey) != nil {
+		f.checkSignature(s, hb.b.EphemeralKey) != nil {
 		return
 	}
 	f.report(incentives.NewInvalidAttestation(hb.data, incentives.SignedHeader{Header: s.Header, Sig: s.Sig}))

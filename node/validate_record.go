@@ -53,10 +53,7 @@ func recordWindow(v core.View, round uint64) (p2p.Result, string) {
 // held to be served, not handed to the loop. A record of a signer whose records of
 // earlier rounds of the window the node lacks makes it ask the forwarder for them
 // (fillGaps).
-func (f *fullChecks) recordCheck(ctx context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
-	if a, ok := obj.(*voteAnnouncement); ok {
-		return f.announcedVote(ctx, fwd, a)
-	}
+func (f *fullChecks) recordCheck(_ context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
 	in := obj.(recordIn)
 	v := f.view.Load()
 	if r, reason := recordWindow(*v, in.rec.Round); r != p2p.Accept {
@@ -86,7 +83,7 @@ func (f *fullChecks) recordCheck(ctx context.Context, fwd peer.ID, data []byte, 
 			return p2p.Reject, reasonSignature
 		}
 	}
-	took := f.records.put(key, hash, incentives.RecordDigest(in.sr.Record), data)
+	took := f.records.put(key, hash, data)
 	switch took {
 	case putSame:
 		return p2p.Accept, reasonOK // a copy checked meanwhile took the slot

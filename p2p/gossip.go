@@ -58,20 +58,6 @@ func (r Result) pubsub() pubsub.ValidationResult {
 // concurrent use, must respect ctx, and must not keep data after it returns.
 type Validator func(ctx context.Context, forwarder peer.ID, data []byte) Result
 
-// idontwantThreshold is the size from which a message received makes the host tell its
-// other mesh peers it has it (IDONTWANT), before validating it. Gossipsub's default is
-// 1 KiB; the shards and records topics carry announcements of a few hundred bytes whose
-// validation fetches the payload, so most mesh copies of one would come while it is being
-// validated: an IDONTWANT (an ID, about 40 bytes a peer) spares them.
-const idontwantThreshold = 128
-
-// gossipParams are gossipsub's defaults with IDONTWANT from idontwantThreshold.
-func gossipParams() pubsub.GossipSubParams {
-	p := pubsub.DefaultGossipSubParams()
-	p.IDontWantMessageThreshold = idontwantThreshold
-	return p
-}
-
 // topic is one joined topic and its current validator.
 type topic struct {
 	t   *pubsub.Topic
@@ -91,7 +77,6 @@ func (h *Host) startGossip() error {
 		pubsub.WithNoAuthor(),
 		pubsub.WithMessageIdFn(func(m *pb.Message) string { return MessageID(m.GetData()) }),
 		pubsub.WithFloodPublish(true),
-		pubsub.WithGossipSubParams(gossipParams()),
 		pubsub.WithPeerExchange(h.cfg.PeerExchange),
 		pubsub.WithPeerScore(h.scoreParams(), &scoreThresholds),
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(h.scores.inspect), scoreInspectInterval),

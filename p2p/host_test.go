@@ -35,9 +35,7 @@ func pair(t *testing.T, ctx context.Context) (a, b *p2p.Host) {
 func TestNames(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{string(p2p.DHTPrefix("testnet-1a2b")), "/lowband/testnet-1a2b"},
-		{p2p.TopicName("testnet-1a2b", "r1", p2p.KindShards), "lowband/testnet-1a2b/r1/shards/2"},
-		{p2p.TopicName("testnet-1a2b", "r1", p2p.KindRecords), "lowband/testnet-1a2b/r1/records/2"},
-		{p2p.TopicName("testnet-1a2b", "r1", p2p.KindAttest), "lowband/testnet-1a2b/r1/attest/1"},
+		{p2p.TopicName("testnet-1a2b", "r1", p2p.KindShards), "lowband/testnet-1a2b/r1/shards/1"},
 		{string(p2p.FetchProtocol("testnet-1a2b")), "/lowband/testnet-1a2b/fetch/1.0.0"},
 	} {
 		if c.got != c.want {

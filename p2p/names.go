@@ -28,13 +28,9 @@ func DHTPrefix(network string) protocol.ID {
 	return protocol.ID("/lowband/" + network)
 }
 
-// topicVersions is the version of each topic kind's message format (1 if not listed):
-// the shards and records topics carry announcements since version 2.
-var topicVersions = map[string]int{KindShards: 2, KindRecords: 2}
-
 // TopicName is the gossip topic of one kind in one run of one network.
 func TopicName(network, run, kind string) string {
-	return fmt.Sprintf("lowband/%s/%s/%s/%d", network, run, kind, max(1, topicVersions[kind]))
+	return fmt.Sprintf("lowband/%s/%s/%s/1", network, run, kind)
 }
 
 // FetchProtocol is the stream protocol for fetching shards, bundles and
