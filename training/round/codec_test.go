@@ -8,15 +8,22 @@ import (
 // The codec options the network spec may set (2-bit factors, a byte budget, a decayed error
 // feedback) keep θ the same bytes on every node, in any arrival order.
 func TestCodecOptionsThetaSameOnEveryNodeInAnyOrder(t *testing.T) {
-	weights := []float64{1, 2, 1, 0.5}
-	edit := func(c *Config) {
+	sameThetaEverywhere(t, []float64{1, 2, 1, 0.5}, 4, 0, "the codec options", func(c *Config) {
 		c.Compress.FactorBits, c.Compress.ByteBudget, c.Compress.FeedbackDecay = 2, 400, 0.9
 		c.Compress.RankMax = 8
-	}
-	want, _ := eagerSim(t, weights, 4, 1, edit)
-	four, _ := eagerSim(t, weights, 4, 1)
-	if bytes.Equal(want[0][0], four[0][0]) {
-		t.Fatal("the codec options changed nothing")
+	})
+}
+
+// sameThetaEverywhere runs the eager simulation of weights for rounds rounds with edit
+// applied to the config and fails t unless θ after round differs differs from the run
+// without edit (what names edit), and θ is the same bytes on every node after each round
+// and in every arrival order (seeds 2-4 against seed 1).
+func sameThetaEverywhere(t *testing.T, weights []float64, rounds, differs int, what string, edit func(*Config)) {
+	t.Helper()
+	want, _ := eagerSim(t, weights, rounds, 1, edit)
+	plain, _ := eagerSim(t, weights, rounds, 1)
+	if bytes.Equal(want[differs][0], plain[differs][0]) {
+		t.Fatalf("%s changed nothing", what)
 	}
 	for r, nodes := range want {
 		for i := range nodes {
@@ -26,7 +33,7 @@ func TestCodecOptionsThetaSameOnEveryNodeInAnyOrder(t *testing.T) {
 		}
 	}
 	for seed := uint64(2); seed < 5; seed++ {
-		got, _ := eagerSim(t, weights, 4, seed, edit)
+		got, _ := eagerSim(t, weights, rounds, seed, edit)
 		for r := range want {
 			if !bytes.Equal(got[r][0], want[r][0]) {
 				t.Fatalf("arrival order %d changed the bytes of θ after round %d", seed, r)

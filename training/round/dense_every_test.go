@@ -1,7 +1,6 @@
 package round
 
 import (
-	"bytes"
 	"slices"
 	"testing"
 
@@ -12,28 +11,7 @@ import (
 // With the dense tensors sent every few rounds (compress.Config.DenseEvery), θ is the same
 // bytes on every node in any arrival order, and differs from sending every tensor.
 func TestDenseEveryThetaSameOnEveryNodeInAnyOrder(t *testing.T) {
-	weights := []float64{1, 2, 1, 0.5}
-	edit := func(c *Config) { c.Compress.DenseEvery = 2 }
-	want, _ := eagerSim(t, weights, 5, 1, edit)
-	every, _ := eagerSim(t, weights, 5, 1)
-	if bytes.Equal(want[1][0], every[1][0]) {
-		t.Fatal("dense every 2 changed nothing")
-	}
-	for r, nodes := range want {
-		for i := range nodes {
-			if !bytes.Equal(nodes[i], nodes[0]) {
-				t.Fatalf("round %d: node %d's θ differs from node 0's", r, i)
-			}
-		}
-	}
-	for seed := uint64(2); seed < 5; seed++ {
-		got, _ := eagerSim(t, weights, 5, seed, edit)
-		for r := range want {
-			if !bytes.Equal(got[r][0], want[r][0]) {
-				t.Fatalf("arrival order %d changed the bytes of θ after round %d", seed, r)
-			}
-		}
-	}
+	sameThetaEverywhere(t, []float64{1, 2, 1, 0.5}, 5, 1, "dense every 2", func(c *Config) { c.Compress.DenseEvery = 2 })
 }
 
 // A tensor not due in a round counts as zero: with plain outer SGD, a round in which the
