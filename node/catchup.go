@@ -26,69 +26,121 @@ const (
 )
 
 // catchUp brings a restarted node to its peers' head before its loop starts, when they
-// are past it (catchUpFrom, from where it resumed). Without peers past it it starts where
-// it resumed, as it does when the catch-up fails (logged): it still starts from its own
-// committed state.
+// are past it or it is off their lineage (catchUpFrom, from where it resumed). Otherwise it
+// starts where it resumed, as it does when the catch-up fails (logged): it still starts
+// from its own committed state.
 func (n *Node) catchUp(ctx context.Context) error {
 	_, err := n.catchUpFrom(ctx, n.train.resumed, catchUpWait)
 	return err
 }
 
+// caughtUp is what a catch-up did: whether the core was reset, and how many rounds the
+// node had closed on a lineage of its own that its peers' replaced (a rewind: 0 when none).
+type caughtUp struct {
+	moved    bool
+	replaced uint64
+}
+
 // catchUpFrom brings the node from rp to its peers' head: the head is the highest round
 // that peers carrying more than half of the voting power of rp's ledger reach
-// (headOfPower; it waits for such peers at most wait, then goes on from rp, logged). The
-// rounds of the repair window rp holds whose committed record a majority of the voting
-// power signed differently are closed again from the snapshot before the first of them
-// (a repair, Store.Reorg), and every round after its head that a majority committed is
-// closed again and committed (as a late joiner does), with the shards fetched by CID.
-// When that cannot be done (the shards are gone, its head is before what the peers keep,
-// its own lineage parted from theirs before the window), it syncs the checkpoint a
-// majority committed and replays from there (Store.JumpTo: its rounds before are
-// dropped). Its core then starts at the head reached, seeded with the last rounds, its
-// votes and its local state kept, its local work from the round its peers work on (never
-// before rp.first). It reports whether the core was reset; an error only when the store
-// does not take what was checked.
-func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Duration) (bool, error) {
+// (headOfPower; it waits for such peers at most wait, then goes on from rp, logged). A
+// node at that head goes on only when the record a majority committed for its head is not
+// its own (offLineage). The rounds of the repair window rp holds whose committed record a
+// majority of the voting power signed differently are closed again from the snapshot
+// before the first of them (a repair, Store.Reorg), and every round after its head that a
+// majority committed is closed again and committed (as a late joiner does), with the
+// shards fetched by CID. When that cannot be done (the shards are gone, its head is before
+// what the peers keep, its own lineage parted from theirs before the window), it syncs the
+// checkpoint a majority committed and replays from there (jump: its rounds are dropped,
+// and replaced when it was off their lineage). Its core then starts at the head reached,
+// seeded with the last rounds, its votes and its local state kept, its local work from
+// the round its peers work on (never before rp.first). An error only when the store does
+// not take what was checked.
+func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Duration) (caughtUp, error) {
 	began, j := time.Now(), n.newJoiner()
 	j.trust = rp.ledger
 	h, ok := j.wantHead(ctx, rp.ledger, wait)
 	if !ok {
-		return false, nil
+		return caughtUp{}, nil
 	}
-	if h < rp.state.Round {
-		n.log.Info("catching up: the peers are not past this node", "round", rp.state.Round, "peers_head", h, "peers", len(j.peers))
-		return false, nil
+	if h+1 <= rp.state.Round {
+		if !j.offLineage(ctx, rp, h) {
+			n.log.Info("catching up: the peers are not past this node, nor on another lineage", "round", rp.state.Round, "peers_head", h, "peers", len(j.peers))
+			return caughtUp{}, nil
+		}
+		if h, ok = j.waitHead(ctx, rp, wait); !ok {
+			n.log.Warn("catching up: off the peers' lineage, and they did not reach this node's head: starting from the committed state", "round", rp.state.Round, "waited", wait)
+			return caughtUp{}, nil
+		}
 	}
 	out, from, err := j.rebase(ctx, rp)
 	if err == nil {
 		err = j.forward(ctx, out)
 	}
+	var replaced uint64
 	if err == nil && out.state.Round > h {
 		err = n.commitCaughtUp(out, from, rp.state.Round)
-	} else if err = n.jump(ctx, rp, h, j); err == nil {
-		out, from = j.got, j.got.ckpt.Round
+	} else if replaced, err = n.jump(ctx, rp, h, j); err == nil {
+		out, from = j.got, j.checkpointOf(h)
 	}
 	if err != nil {
 		n.log.Warn("catching up with the peers failed: starting from the committed state", "round", rp.state.Round, "peers_head", h, "err", err)
-		return false, nil
+		return caughtUp{}, nil
 	}
 	if err := keptVotes(n.ledger.st, j.rep.snaps); err != nil {
-		return false, err
+		return caughtUp{}, err
 	}
 	first := max(rp.first, out.state.Round+uint64(n.train.params.round.Delay))
 	next := resumePoint{state: out.state, ledger: out.ledger, first: first, local: rp.local, snaps: j.rep.snaps}
 	if err := n.train.reset(next, n.log); err != nil {
-		return false, fmt.Errorf("catching up: %w", err)
+		return caughtUp{}, fmt.Errorf("catching up: %w", err)
 	}
 	var ck uint64
-	if j.got != nil {
+	if j.got != nil && j.got.ckpt != nil {
 		ck = j.got.ckpt.Round
 	}
 	n.train.prog.caughtUp(out.rounds)
 	n.log.Info(fmt.Sprintf("caught up from round %d to round %d from round %d, fetched %d bytes in %.1f seconds",
 		rp.state.Round, out.state.Round, from, j.bytes.Load(), time.Since(began).Seconds()),
-		"from", rp.state.Round, "to", out.state.Round, "closed_again_from", from, "checkpoint", ck, "bytes", j.bytes.Load(), "first_local_round", first)
-	return true, nil
+		"from", rp.state.Round, "to", out.state.Round, "closed_again_from", from, "checkpoint", ck, "replaced", replaced,
+		"bytes", j.bytes.Load(), "first_local_round", first)
+	return caughtUp{moved: true, replaced: replaced}, nil
+}
+
+// offLineage reports whether the record that peers carrying a majority of the voting
+// power (by rp's ledger) committed for round min(h, rp's head) is not the node's own: it
+// closed that round from another state or with another list. h is the peers' head, the
+// node's head the last round it closed. False when no such majority answers.
+func (j *joiner) offLineage(ctx context.Context, rp resumePoint, h uint64) bool {
+	if rp.state.Round == 0 {
+		return false
+	}
+	r := min(h, rp.state.Round-1)
+	rec, _, err := j.majority(ctx, r, rp.ledger)
+	if err != nil {
+		return false
+	}
+	own, err := j.n.ledger.st.Record(r)
+	return err == nil && own != nil && !bytes.Equal(own.Marshal(), rec.Marshal())
+}
+
+// waitHead waits at most wait for peers carrying a majority of the voting power (by rp's
+// ledger) to reach rp's head, the last round the node closed (a node off their lineage a
+// round or two ahead of them: replacing its rounds with theirs must not take it back to a
+// round it closed, voted on and contributed to), and returns their head.
+func (j *joiner) waitHead(ctx context.Context, rp resumePoint, wait time.Duration) (uint64, bool) {
+	until := time.Now().Add(wait)
+	for ctx.Err() == nil && time.Now().Before(until) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(joinPoll):
+		}
+		j.peers = j.askable(rp.ledger)
+		if h, ok := headOfPower(j.committed(ctx, headRound), rp.ledger); ok && h+1 >= rp.state.Round {
+			return h, true
+		}
+	}
+	return 0, false
 }
 
 // wantHead asks peers for their heads until those that answered carry more than half of
@@ -196,23 +248,49 @@ func (j *joiner) connectVoters(ctx context.Context, led *incentives.State) {
 	wg.Wait()
 }
 
-// jump syncs the checkpoint at the peers' head h and the rounds after it (joiner.run)
-// when it is past rp's head, and stores them in place of the node's rounds
-// (Store.JumpTo); j then holds what it replayed.
-func (n *Node) jump(ctx context.Context, rp resumePoint, h uint64, j *joiner) error {
+// jump syncs the checkpoint before the peers' head h (checkpointOf; genesis without one)
+// and the rounds after it that a majority committed (joiner.run), and stores them in
+// place of the node's rounds in one transaction (Store.JumpTo); j then holds what it
+// replayed. Past rp's head it is a node too far behind to repair. At or before it, it is
+// a rewind: taken only when the node is off its peers' lineage (offLineage; otherwise the
+// catch-up failed for another reason and its own rounds stand) and when the rounds
+// replayed reach its head, so that it never closes, votes on or signs shards for a round
+// again (the store refuses it too). It returns how many of the node's rounds the rewind
+// replaced.
+func (n *Node) jump(ctx context.Context, rp resumePoint, h uint64, j *joiner) (uint64, error) {
 	j.rep.snaps = nil
+	c := j.checkpointOf(h)
+	rewind := c <= rp.state.Round
+	if rewind && !j.offLineage(ctx, rp, h) {
+		return 0, fmt.Errorf("no checkpoint past round %d to sync, and the node's head is on its peers' lineage", rp.state.Round)
+	}
 	got, err := j.run(ctx, h)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if got.ckpt == nil || got.ckpt.Round <= rp.state.Round {
-		return fmt.Errorf("no checkpoint past round %d to sync", rp.state.Round)
+	if got.state.Round < rp.state.Round {
+		return 0, fmt.Errorf("the rounds a majority committed from round %d reach round %d, before the node's head %d", c, got.state.Round, rp.state.Round)
+	}
+	var replaced uint64
+	if rewind {
+		replaced = rp.state.Round - c
+		n.log.Warn(fmt.Sprintf("off the peers' lineage since before round %d: its %d rounds from round %d on are replaced by theirs", rp.state.Round, replaced, c),
+			"checkpoint", c, "head", rp.state.Round, "peers_head", h)
 	}
 	if err := n.storeJoined(got, true); err != nil {
-		return fmt.Errorf("catching up: %w", err)
+		return 0, fmt.Errorf("catching up: %w", err)
 	}
 	j.got = got
-	return nil
+	return replaced, nil
+}
+
+// checkpointOf is the round of the checkpoint a join at the peers' head h starts from:
+// the last multiple of checkpoint_every at or before h+1 (0: genesis, none).
+func (j *joiner) checkpointOf(h uint64) uint64 {
+	if every := uint64(j.n.opts.Spec.Agreement.CheckpointEvery); every > 0 {
+		return (h + 1) / every * every
+	}
+	return 0
 }
 
 // rebase finds the first round of the snapshots rp resumed with whose majority record is

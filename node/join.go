@@ -201,14 +201,12 @@ func backed(led *incentives.State, signers []peer.ID) error {
 // at or before h+1 (genesis if none), then every round after it that a majority committed.
 func (j *joiner) run(ctx context.Context, h uint64) (*joined, error) {
 	out := &joined{}
-	if every := uint64(j.n.opts.Spec.Agreement.CheckpointEvery); every > 0 {
-		if c := (h + 1) / every * every; c > 0 {
-			ck, err := j.checkpoint(ctx, c)
-			if err != nil {
-				return nil, err
-			}
-			out.ckpt, out.state, out.ledger = ck, ck.Model, ck.Ledger
+	if c := j.checkpointOf(h); c > 0 {
+		ck, err := j.checkpoint(ctx, c)
+		if err != nil {
+			return nil, err
 		}
+		out.ckpt, out.state, out.ledger = ck, ck.Model, ck.Ledger
 	}
 	if out.ckpt == nil {
 		var err error

@@ -168,29 +168,52 @@ func (n *Node) adopt(got *joined, j *joiner, began time.Time) error {
 }
 
 // storeJoined writes what a join found: the checkpoint and its ledger as the store's
-// start (Store.StartAt on a store at genesis, Store.JumpTo with jump on one behind it),
-// then each round replayed with its shards; then the ledger pointer is swapped.
+// start, then each round replayed with its shards (Store.StartAt on a store at genesis),
+// or, with jump, all of it in place of the store's rounds in one transaction
+// (Store.JumpTo on a store behind the peers or off their lineage; without a checkpoint
+// the lineage starts at genesis); then the ledger pointer is swapped.
 func (n *Node) storeJoined(got *joined, jump bool) error {
 	st := n.ledger.st
+	var m *checkpoint.Manifest
+	var chunks [][]byte
 	if got.ckpt != nil {
-		m, chunks := checkpoint.Split(got.ckpt, 0)
-		start := st.StartAt
-		if jump {
-			start = st.JumpTo
+		m, chunks = checkpoint.Split(got.ckpt, 0)
+	}
+	if jump {
+		start, err := n.lineageStart(got)
+		if err == nil {
+			err = st.JumpTo(m, chunks, start, got.rounds...)
 		}
-		if err := start(m, chunks, got.ckpt.Ledger); err != nil {
+		if err != nil {
 			return err
 		}
+	} else {
+		if m != nil {
+			if err := st.StartAt(m, chunks, got.ckpt.Ledger); err != nil {
+				return err
+			}
+		}
+		for _, r := range got.rounds {
+			if err := st.Commit(r.Record, r.State, r.Events, r.Shards...); err != nil {
+				return err
+			}
+		}
+	}
+	if m != nil {
 		n.train.loop.ckpt.last.Store(&CheckpointStatus{Round: m.Round, Root: hexRoot(m.Root), ID: hexRoot(m.ID()), Bytes: m.Size})
 		n.announceCheckpoints()
 	}
-	for _, r := range got.rounds {
-		if err := st.Commit(r.Record, r.State, r.Events, r.Shards...); err != nil {
-			return err
-		}
-	}
 	n.ledger.state.Store(got.ledger)
 	return nil
+}
+
+// lineageStart is the ledger the rounds got replayed start from: its checkpoint's, or
+// the genesis ledger.
+func (n *Node) lineageStart(got *joined) (*incentives.State, error) {
+	if got.ckpt != nil {
+		return got.ckpt.Ledger, nil
+	}
+	return n.train.params.GenesisState()
 }
 
 // storedRounds serves the node's committed rounds from its store (fetchCommitted,

@@ -258,6 +258,7 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			n.savePeers()
 			<-provided
+			n.stopTraining(failed)
 			return n.Close()
 		case err := <-failed:
 			n.savePeers()
@@ -276,6 +277,32 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// stopTraining waits, before the store closes, for the round loop to return after its
+// context ended (failed carries its result) and for a local state being saved to be
+// written; at most stopWait, then it logs and goes on.
+func (n *Node) stopTraining(failed <-chan error) {
+	if n.train == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := <-failed; err != nil && !errors.Is(err, context.Canceled) {
+			n.log.Warn("training stopped", "err", err)
+		}
+		n.train.saving.Lock()
+		n.train.saving.Unlock() // held only to wait for the save in flight
+	}()
+	select {
+	case <-done:
+	case <-time.After(stopWait):
+		n.log.Warn("the round loop did not stop in time: closing the store under it", "waited", stopWait)
+	}
+}
+
+// stopWait bounds how long a stopping node waits for its round loop and a local state save.
+const stopWait = 30 * time.Second
 
 func (n *Node) savePeers() {
 	if err := savePeerCache(n.opts.Home.PeersPath(), n.host.ID(), n.host.KnownPeers(), n.rng); err != nil {

@@ -43,11 +43,15 @@ func (c *resyncCause) Error() string {
 // ResyncStatus is the last time a running node caught up with its peers (resync), for
 // GET /status.
 type ResyncStatus struct {
-	Reason    string  `json:"reason"`     // behind, diverged or stale
-	From      uint64  `json:"from"`       // the first open round before it
-	To        uint64  `json:"to"`         // the first open round after it (From: it did not move)
-	PeersHead uint64  `json:"peers_head"` // the last round the peers closed, as the watch saw it
-	Seconds   float64 `json:"seconds"`    // with the loop stopped
+	Reason    string `json:"reason"`     // behind, diverged or stale
+	From      uint64 `json:"from"`       // the first open round before it
+	To        uint64 `json:"to"`         // the first open round after it (From: it did not move)
+	PeersHead uint64 `json:"peers_head"` // the last round the peers closed, as the watch saw it
+	// Replaced counts the rounds this node had closed on a lineage of its own that its
+	// peers' replaced (it parted from them before its repair window: a rewind to their
+	// checkpoint); 0 when none.
+	Replaced uint64  `json:"replaced"`
+	Seconds  float64 `json:"seconds"` // with the loop stopped
 }
 
 // runTraining runs the round loop until ctx ends or the loop fails. Meanwhile the head
@@ -110,8 +114,9 @@ func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait
 // probeHead asks the peers for their heads (their committed records of their last closed
 // round) and compares the node with the head that peers carrying more than half of the
 // voting power reach (headOfPower, with the ledger of the node's head): nil when no such
-// majority answered, when the node is not behind it, or when the record that majority
-// committed for the node's head is the node's own. A peer's claim alone moves nothing.
+// majority answered, or when it is not behind them by more than its repair window and the
+// record that majority committed for the node's head (theirs, when they are behind it) is
+// the node's own. A peer's claim alone moves nothing.
 func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	led := n.ledger.state.Load()
 	if led.Round == 0 { // a node at genesis joins before its loop (joinRun)
@@ -128,18 +133,17 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 		return nil
 	case h > head+repairDepth(n.opts.Spec):
 		return &resyncCause{why: resyncBehind, head: head, peers: h}
-	case h < head:
-		return nil
-	case n.train.loop.Agreement().Stale:
+	case h >= head && n.train.loop.Agreement().Stale:
 		return &resyncCause{why: resyncStale, head: head, peers: h}
 	}
-	atHead := j.committed(ctx, head)
-	n.offerRecords(ctx, atHead)
-	rec, _, err := majorityOf(atHead, led, head)
+	r := min(h, head) // a node off their lineage may close rounds at their pace, a round ahead
+	at := j.committed(ctx, r)
+	n.offerRecords(ctx, at)
+	rec, _, err := majorityOf(at, led, r)
 	if err != nil {
 		return nil
 	}
-	own, err := n.ledger.st.Record(head)
+	own, err := n.ledger.st.Record(r)
 	if err != nil || own == nil || bytes.Equal(own.Marshal(), rec.Marshal()) {
 		return nil
 	}
@@ -186,24 +190,24 @@ func (n *Node) resync(ctx context.Context, c *resyncCause) (bool, error) {
 	from := rp.state.Round
 	n.train.resumed = rp
 	n.log.Warn("off the peers' lineage: catching up", "reason", c.why, "head", c.head, "peers_head", c.peers)
-	moved, err := n.catchUpFrom(ctx, rp, catchUpWait)
+	cu, err := n.catchUpFrom(ctx, rp, catchUpWait)
 	if err != nil {
 		return false, err
 	}
-	if !moved {
+	if !cu.moved {
 		if err := n.train.reset(rp, n.log); err != nil {
 			return false, fmt.Errorf("resyncing: %w", err)
 		}
 	}
-	st := &ResyncStatus{Reason: c.why, From: from, To: n.train.initial.Round, PeersHead: c.peers, Seconds: time.Since(began).Seconds()}
+	st := &ResyncStatus{Reason: c.why, From: from, To: n.train.initial.Round, PeersHead: c.peers, Replaced: cu.replaced, Seconds: time.Since(began).Seconds()}
 	n.resyncs.Add(1)
 	n.lastResync.Store(st)
 	if m := n.train.loop.agreeMet; m != nil {
 		m.resynced()
 	}
 	n.log.Info(fmt.Sprintf("resynced from round %d to round %d in %.1f seconds", st.From, st.To, st.Seconds),
-		"reason", c.why, "from", st.From, "to", st.To, "peers_head", c.peers, "first_local_round", n.train.firstLocal.Load())
-	return moved, nil
+		"reason", c.why, "from", st.From, "to", st.To, "peers_head", c.peers, "replaced", st.Replaced, "first_local_round", n.train.firstLocal.Load())
+	return cu.moved, nil
 }
 
 // drain drops what a stopped loop left queued: a local work start and a checkpoint of

@@ -98,12 +98,19 @@ func checkVote(vote []byte, r uint64) error {
 	return nil
 }
 
-// putVote keeps the vote of round r (none when vote is nil).
+// putVote keeps the vote of round r (none when vote is nil). A node votes once on a
+// round: a vote other than the one kept for r is ErrConflict, so that no path that would
+// close a round again (a restart, a resync, a jump) gets a second, different vote of the
+// node committed and published.
 func putVote(tx *bolt.Tx, r uint64, vote []byte) error {
 	if vote == nil {
 		return nil
 	}
-	return tx.Bucket(bucketVotes).Put(roundKey(r), vote)
+	b := tx.Bucket(bucketVotes)
+	if kept := b.Get(roundKey(r)); kept != nil && !bytes.Equal(kept, vote) {
+		return fmt.Errorf("%w: the node voted on round %d already, differently", ErrConflict, r)
+	}
+	return b.Put(roundKey(r), vote)
 }
 
 // Vote is the node's vote on round r as CommitRound kept it, through any Reorg of the

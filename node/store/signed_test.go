@@ -54,7 +54,8 @@ func TestSignedRecordKeptOnlyForTheRecordCommitted(t *testing.T) {
 
 // TestVoteKeptThroughAReorgOfItsRound: the node's vote on a round is kept with its commit
 // and stays, the same bytes, when a Reorg replaces the round with another record (the
-// node voted once); a vote of another round refuses the commit (ErrConflict).
+// node voted once); a vote of another round refuses the commit, and so does a second,
+// different vote on the round (ErrConflict).
 func TestVoteKeptThroughAReorgOfItsRound(t *testing.T) {
 	s, _ := openTestStore(t)
 	defer s.Close()
@@ -94,5 +95,20 @@ func TestVoteKeptThroughAReorgOfItsRound(t *testing.T) {
 	}
 	if got, _ := s.Vote(1); got != nil {
 		t.Fatalf("a vote kept for round 1, never voted")
+	}
+	// A second, different vote on round 0 is never kept, whatever path would commit it
+	// (here a reorg that carries one): the node voted once.
+	second, err := incentives.SignRecord(key, "net", "run", again.Record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reorg(0, Round{Record: again.Record, State: again.State, Events: again.Events, Vote: second.Marshal()}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a second vote on round 0: %v, want ErrConflict", err)
+	}
+	if err := s.Reorg(0, Round{Record: again.Record, State: again.State, Events: again.Events, Vote: vote.Marshal()}); err != nil {
+		t.Fatalf("the same vote again: %v", err)
+	}
+	if got, _ := s.Vote(0); !bytes.Equal(got, vote.Marshal()) {
+		t.Fatal("the vote kept changed")
 	}
 }
