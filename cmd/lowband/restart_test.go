@@ -30,7 +30,7 @@ func quickNet(t *testing.T, n int) []string {
 	homes, ids, key := localNet(t, n)
 	base := filepath.Join(filepath.Dir(homes[0]), "base.toml")
 	if _, stderr, code := lb(t, append([]string{"testnet", "spec", "--base", filepath.Join(homes[0], "network.toml"),
-		"--sim-key", key, "--out", base, "--deadline-min", "1", "--deadline-max", "10", "--batch-size", "16"}, ids...)...); code != 0 {
+		"--sim-key", key, "--out", base, "--deadline-min", "1", "--deadline-max", "4", "--batch-size", "16"}, ids...)...); code != 0 {
 		t.Fatal(stderr)
 	}
 	data, err := os.ReadFile(base)
