@@ -134,29 +134,40 @@ func awaitRounds(ctx context.Context, opt SwarmOptions, nodes []*node.Node, star
 // fewest and most contributions one included, and the distinct state roots they hold.
 type roundView struct {
 	loss                     float64
+	scored                   int // honest nodes that scored it (not those that caught up past it)
 	minIncluded, maxIncluded int
 	roots                    map[string]bool
 }
 
-// scoredRounds returns the rounds from 0 that every honest node has closed and scored.
+// scoredRounds returns the rounds from 0 that every honest node has closed and scored, or
+// caught up past.
 func scoredRounds(opt SwarmOptions, nodes []*node.Node) []roundView {
 	var out []roundView
-	scored, honest := -1, 0
+	scored := -1
 	for i, n := range nodes {
 		if adversaryOf(opt, i) != "" {
 			continue
 		}
-		honest++
 		k := 0
 		for _, r := range measured(n.Status().Training, opt.Rounds) {
-			if r.Round != uint64(k) || r.Loss == nil {
+			// A round a catch-up closed again (the node resynced past it) has no loss of its
+			// own, and rounds a jump to a checkpoint passed over are not listed.
+			if r.Round < uint64(k) || r.Loss == nil && !r.CaughtUp {
 				break
+			}
+			for ; uint64(k) < r.Round; k++ {
+				if k == len(out) {
+					out = append(out, roundView{roots: map[string]bool{}})
+				}
 			}
 			if k == len(out) {
 				out = append(out, roundView{minIncluded: len(r.Included), roots: map[string]bool{}})
 			}
 			v := &out[k]
-			v.loss += *r.Loss
+			if r.Loss != nil {
+				v.loss += *r.Loss
+				v.scored++
+			}
 			v.minIncluded, v.maxIncluded = min(v.minIncluded, len(r.Included)), max(v.maxIncluded, len(r.Included))
 			v.roots[r.StateRoot] = true
 			k++
@@ -167,7 +178,7 @@ func scoredRounds(opt SwarmOptions, nodes []*node.Node) []roundView {
 	}
 	out = out[:max(scored, 0)]
 	for i := range out {
-		out[i].loss /= float64(honest)
+		out[i].loss /= float64(max(out[i].scored, 1))
 	}
 	return out
 }

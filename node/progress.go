@@ -33,6 +33,10 @@ type RoundStatus struct {
 	// Repaired: the round was closed again with its canonical inclusion list; Included,
 	// Evidence and the roots are the repaired round's, the loss that of the first close.
 	Repaired bool `json:"repaired,omitempty"`
+	// CaughtUp: the node did not close the round itself; a catch-up (restart or resync)
+	// closed it again from its peers' committed record, so it has no loss, bytes or stall
+	// of its own.
+	CaughtUp bool `json:"caught_up,omitempty"`
 }
 
 // TrainingStatus is the "training" object of GET /status (absent on a bootstrap node).

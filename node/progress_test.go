@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/store"
 	"log/slog"
 	"strings"
 	"testing"
@@ -89,6 +91,41 @@ func TestRejectionReasonsServedAtZeroBeforeAnyRejection(t *testing.T) {
 	for _, r := range []string{"incomplete", "jailed", "weight", "decode", "cap", "equivocation"} {
 		if got := gathered(t, reg, "lowband_round_contributions_rejected_total", r); got != 0 {
 			t.Errorf("rejected %s = %v before any round", r, got)
+		}
+	}
+}
+
+// TestCaughtUpRoundsAreListed: the rounds a catch-up closed again replace those the node
+// closed itself in the status (marked repaired, with the peers' roots) and are added, in
+// order and marked caught_up with no loss, where the node never closed them, so that the
+// status lists every round up to its head.
+func TestCaughtUpRoundsAreListed(t *testing.T) {
+	g := gauges{bandwidth: func() (int64, int64) { return 0, 0 }, verifyCPU: func() time.Duration { return 0 },
+		inbox: func() int { return 0 }, stash: func() int { return 0 }}
+	p, err := newProgress(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), g, TrainingStatus{Task: "synthetic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := 1.0
+	for r := range uint64(4) {
+		p.roundClosed(RoundStatus{Round: r, Loss: &loss, StateRoot: "own"}, nil, false)
+	}
+	var rounds []store.Round
+	for r := uint64(2); r < 7; r++ {
+		root := bytes.Repeat([]byte{byte(r)}, 32)
+		rec := &incentives.Record{Round: r, NewRoot: root, Contributions: []incentives.Contribution{{Peer: "peer"}}}
+		rounds = append(rounds, store.Round{Record: rec, State: &incentives.State{Round: r + 1, Head: root}})
+	}
+	p.caughtUp(rounds)
+	st := p.status()
+	if len(st.Rounds) != 7 || st.NextRound != 7 || st.StateRoot != hexRoot([32]byte(rounds[4].Record.NewRoot)) {
+		t.Fatalf("%d rounds listed, next %d, root %s", len(st.Rounds), st.NextRound, st.StateRoot)
+	}
+	for i, r := range st.Rounds {
+		caught, repaired := r.Round >= 4, r.Round == 2 || r.Round == 3
+		if r.Round != uint64(i) || r.CaughtUp != caught || r.Repaired != repaired || caught && r.Loss != nil ||
+			r.Round >= 2 && (r.StateRoot != hexRoot([32]byte(rounds[r.Round-2].Record.NewRoot)) || len(r.Included) != 1) {
+			t.Errorf("round %d listed as %+v", i, r)
 		}
 	}
 }

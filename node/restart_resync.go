@@ -2,9 +2,11 @@ package node
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -226,11 +228,25 @@ func (l *loop) drain() {
 }
 
 // caughtUp rewrites the rounds a catch-up closed again in the status, as a repair does:
-// who was included, evidence and roots are the committed rounds'.
+// who was included, evidence and roots are the committed rounds'; a round the node never
+// closed itself is added, marked CaughtUp, so that the status lists every round up to its
+// head.
 func (p *progress) caughtUp(rounds []store.Round) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range rounds {
+		n := r.Record.Round
+		i, found := slices.BinarySearchFunc(p.st.Rounds, n, func(s RoundStatus, n uint64) int { return cmp.Compare(s.Round, n) })
+		if !found {
+			p.st.Rounds = slices.Insert(p.st.Rounds, i, RoundStatus{Round: n, Rejected: map[string]int{}, CaughtUp: true})
+		}
+		p.st.NextRound = max(p.st.NextRound, n+1)
 		p.rewrite(r.Record, r.State)
+		if !found {
+			p.st.Rounds[i].Repaired = false
+		}
+	}
+	if len(p.st.Rounds) > maxRounds {
+		p.st.Rounds = slices.Delete(p.st.Rounds, 0, len(p.st.Rounds)-maxRounds)
 	}
 }

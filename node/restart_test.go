@@ -381,6 +381,7 @@ func TestRunningNodeFarBehindResyncs(t *testing.T) {
 		t.Fatalf("back on the others' root at round %d without a resync past its head %d: %+v %+v", at, alone, st, st.LastResync)
 	}
 	t.Logf("back on the others' root at round %d; %+v", at, *st.LastResync)
+	checkStatusListsEveryRound(t, cut, alone+1, st.LastResync.To)
 	metrics := string(get(t, "http://"+cut.APIAddr()+"/metrics"))
 	if !strings.Contains(metrics, "lowband_agreement_resyncs_total ") || strings.Contains(metrics, "lowband_agreement_resyncs_total 0\n") {
 		t.Error("lowband_agreement_resyncs_total does not count the resync")
@@ -486,5 +487,26 @@ func TestAskOrderReachesAMajorityOfManyEqualVoters(t *testing.T) {
 		if led.Power(p.String()) == 0 {
 			t.Fatalf("peer %d asked has no power: voters come first", i)
 		}
+	}
+}
+
+// checkStatusListsEveryRound: n's status lists its rounds once each and in order, those
+// a catch-up closed again from its peers' records marked caught_up with no loss and a
+// root, in [from, to), and its next round is to. Rounds a jump passed over with a
+// checkpoint are not listed: the node never saw their records.
+func checkStatusListsEveryRound(t *testing.T, n *Node, from, to uint64) {
+	t.Helper()
+	st := n.trainingStatus()
+	rs := st.Rounds
+	for i, r := range rs {
+		if i > 0 && r.Round <= rs[i-1].Round {
+			t.Fatalf("the status lists round %d after round %d", r.Round, rs[i-1].Round)
+		}
+		if r.CaughtUp && (r.Loss != nil || r.Round < from || r.Round >= to || r.StateRoot == "") {
+			t.Errorf("round %d caught up: loss %v, root %q, want no loss, a root, a round in [%d, %d)", r.Round, r.Loss, r.StateRoot, from, to)
+		}
+	}
+	if st.NextRound < to {
+		t.Fatalf("after catching up to round %d the status's next round is %d", to, st.NextRound)
 	}
 }
