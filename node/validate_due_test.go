@@ -208,3 +208,69 @@ func TestDueCheckOfTheSpecPassesTheNodesOwnShards(t *testing.T) {
 		t.Fatal("no shard refused as one of the next round: the schedule is not checked")
 	}
 }
+
+// BenchmarkDueCheckCharLM times the schedule check and the content check of the shards of
+// one contribution to the default network (charlm, dense_every 8), per contribution.
+func BenchmarkDueCheckCharLM(b *testing.B) {
+	s, err := configs.ParseSpec("devnet", configs.DevnetSpec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Training = configs.DefaultTrainingSpecFor(configs.TaskCharLM)
+	s.Incentives.Stakes = nil
+	if err := s.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	p, err := NewParams(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := newDueCheck(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	init, err := p.Initial()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := round.New(p.RoundConfig("bench", 1), init)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := m.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	local := make([]training.Tensor, len(st.Params))
+	for i, x := range st.Params {
+		local[i] = training.Tensor{Name: x.Name, Shape: x.Shape, Data: make([]float64, len(x.Data))}
+		for j, v := range x.Data {
+			local[i].Data[j] = v + 0.001*rng.NormFloat64()
+		}
+	}
+	rd, err := m.LocalDone(0, local)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shards := rd.Send.Shards
+	b.Run("due", func(b *testing.B) {
+		for b.Loop() {
+			for _, sh := range shards {
+				if err := d.check(0, uint32(sh.Count), sh.Data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("content", func(b *testing.B) {
+		for b.Loop() {
+			for _, sh := range shards {
+				if err := p.CheckContent(sh.Data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.ReportMetric(float64(len(shards)), "shards")
+}
