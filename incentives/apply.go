@@ -19,9 +19,10 @@ const (
 	EventDuplicate EventKind = 4 // evidence of an offence already penalised: counted once
 	EventRelease   EventKind = 5 // the peer's jail ended with this round
 	EventDrop      EventKind = 6 // the account was dropped (MaxAccounts); Amount is the balance lost
+	EventFiltered  EventKind = 7 // an included contribution the aggregation rule left out whole (Contribution.Dropped) earned nothing
 )
 
-var eventNames = []string{"", "reward", "no_reward", "penalty", "duplicate", "release", "drop"}
+var eventNames = []string{"", "reward", "no_reward", "penalty", "duplicate", "release", "drop", "filtered"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) && k > 0 {
@@ -53,7 +54,8 @@ type Event struct {
 //
 // Within a round: jails that end are released, then evidence is penalised in ID order,
 // then contributions are rewarded in peer order (a peer jailed by this record's evidence
-// earns nothing for it), then accounts beyond MaxAccounts are dropped.
+// earns nothing for it, nor does a contribution the record marks Dropped), then accounts
+// beyond MaxAccounts are dropped.
 func (s *State) Apply(rec *Record, chk EvidenceChecker) (*State, []Event, error) {
 	r := *rec
 	r.Contributions = slices.Clone(rec.Contributions)
@@ -169,7 +171,8 @@ func (s *State) slash(peer string, amount, r uint64) uint64 {
 	return fromStake + fromBalance
 }
 
-// reward credits the record's contributions in peer order.
+// reward credits the record's contributions in peer order: nothing to a jailed peer
+// (EventNoReward) or for a contribution the aggregation rule dropped (EventFiltered).
 func (s *State) reward(r *Record) []Event {
 	var events []Event
 	s.addAccounts(r.Contributions)
@@ -177,6 +180,10 @@ func (s *State) reward(r *Record) []Event {
 		a := s.upsert(c.Peer)
 		if a.JailedUntil > r.Round {
 			events = append(events, Event{Round: r.Round, Peer: c.Peer, Kind: EventNoReward})
+			continue
+		}
+		if c.Dropped {
+			events = append(events, Event{Round: r.Round, Peer: c.Peer, Kind: EventFiltered})
 			continue
 		}
 		amt := s.Params.Reward

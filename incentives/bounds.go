@@ -29,6 +29,8 @@ const (
 // node drops the same accounts. The record's contributors go last: otherwise identities
 // that filled the ledger once with a little more balance would drop every new contributor
 // at the end of each round it contributes in, so that it never earns more than one reward.
+// A contribution the record marks Dropped earns nothing and protects nothing: its peer
+// goes with the idle accounts.
 func (s *State) evict(rec *Record) []Event {
 	r := rec.Round
 	excess := len(s.Accounts) - MaxAccounts
@@ -45,7 +47,7 @@ func (s *State) evict(rec *Record) []Event {
 		}
 		switch {
 		case a.Stake != 0:
-		case len(cs) > 0 && cs[0].Peer == a.Peer:
+		case len(cs) > 0 && cs[0].Peer == a.Peer && !cs[0].Dropped:
 			active = append(active, a)
 		default:
 			idle = append(idle, a)

@@ -19,7 +19,9 @@
 //     domain tag, network, run, signer, round and the SHA-256 of the record bytes
 //     (VoteMessage), so that two of its signatures prove a double vote on their own.
 //   - Record: the commit record of one closed round: round, previous root, inclusion list
-//     (contributions and evidence), model root, new root. Records chain by root.
+//     (contributions and evidence), model root, new root. Records chain by root. A
+//     contribution the round's aggregation rule left out whole is listed with Dropped set:
+//     it was an input of the rule, and earns nothing.
 //   - State: the ledger. State.Root hashes its one canonical encoding.
 //
 // # Usage
@@ -44,7 +46,9 @@
 // # Rules
 //
 // Within a round: jails that end are released; evidence is penalised in ID order; then
-// included contributions are rewarded in peer order. A penalty takes from stake first, then
+// included contributions are rewarded in peer order, except those marked Dropped
+// (EventFiltered): the ledger takes the flags as the record says, as it takes the model
+// root; whoever closes the round from its contributions checks both. A penalty takes from stake first, then
 // from balance, and jails the peer for Params.JailRounds rounds after the record's round: a
 // jailed peer earns nothing and has no voting power. A contribution of a peer whose stake is
 // at least MinStake (and positive) earns Reward; any other peer earns

@@ -44,4 +44,21 @@ func TestFullLedgerCannotEvictAnActiveNewcomer(t *testing.T) {
 		t.Fatalf("newcomer contributed in %d rounds in a row; its account shows %d contributions, balance %d (dropped at the end of each round)",
 			rounds, a.Contributions, a.Balance)
 	}
+	// A contribution the aggregation rule dropped earns nothing and protects nothing: in
+	// the full ledger its new account is the one that goes.
+	filtered := pid("filtered")
+	cl, err := st.Build([]incentives.Contribution{{Peer: filtered, Shards: [][]byte{verify.PayloadCID([]byte("f"))}, Dropped: true},
+		{Peer: honest, Shards: [][]byte{verify.PayloadCID([]byte("h"))}}}, nil, []byte("m"), chk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dropped []string
+	for _, e := range cl.Events {
+		if e.Kind == incentives.EventDrop {
+			dropped = append(dropped, e.Peer)
+		}
+	}
+	if len(dropped) != 1 || dropped[0] != filtered {
+		t.Fatalf("a full ledger dropped %v for a filtered newcomer, want the filtered one", dropped)
+	}
 }

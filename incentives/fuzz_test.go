@@ -36,7 +36,9 @@ func seedRecord(t testing.TB) []byte {
 	fx := incentivestest.New("testnet", "run-1")
 	st := genesis(t)
 	es := []incentives.Evidence{*fx.Equivocation("B", 0, 0, "x"), *fx.InvalidContent("D", 0, 1)}
-	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 2), fx.Contribution("Z", 0, 1)}, es, []byte("model"), fx.Checker())
+	z := fx.Contribution("Z", 0, 1)
+	z.Dropped = true // left out by the aggregation rule
+	cl, err := st.Build([]incentives.Contribution{fx.Contribution("A", 0, 2), z}, es, []byte("model"), fx.Checker())
 	rec := cl.Record
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,13 @@ const RecordVersion = 1
 type Contribution struct {
 	Peer   string   `cbor:"1,keyasint"`
 	Shards [][]byte `cbor:"2,keyasint"`
+	// Dropped: the round's aggregation rule left this contribution out whole (filtered_mean
+	// found it beyond its radius). It is listed because it was an input of the rule (the
+	// others were judged by a median it counts in), and earns nothing (EventFiltered).
+	// Whoever closes the round again must find the same flags (node/replay.go checks them);
+	// the ledger itself takes them as the record says. Absent from the encoding when false,
+	// so records without a dropped contribution encode as before.
+	Dropped bool `cbor:"3,keyasint,omitempty"`
 }
 
 // Record is the commit record of one closed round (design section 2, step 8). Records chain
@@ -63,8 +70,8 @@ func StateRoot(round uint64, modelRoot []byte, ledgerRoot [32]byte) [32]byte {
 // for a record built from unsorted input).
 func (r *Record) Marshal() []byte { return marshal(r) }
 
-// Canonicalize sorts contributions by peer (merging a peer's entries), sorts and dedupes
-// each one's shard CIDs, and sorts evidence by ID, dropping byte-identical duplicates. Two
+// Canonicalize sorts contributions by peer (merging a peer's entries, dropped if any of
+// them is), sorts and dedupes each one's shard CIDs, and sorts evidence by ID, dropping byte-identical duplicates. Two
 // records with the same content in any order become byte-identical.
 func (r *Record) Canonicalize() {
 	r.Version = RecordVersion
@@ -73,9 +80,10 @@ func (r *Record) Canonicalize() {
 	for _, c := range r.Contributions {
 		if n := len(cs); n > 0 && cs[n-1].Peer == c.Peer {
 			cs[n-1].Shards = append(cs[n-1].Shards, c.Shards...)
+			cs[n-1].Dropped = cs[n-1].Dropped || c.Dropped
 			continue
 		}
-		cs = append(cs, Contribution{Peer: c.Peer, Shards: slices.Clone(c.Shards)})
+		cs = append(cs, Contribution{Peer: c.Peer, Shards: slices.Clone(c.Shards), Dropped: c.Dropped})
 	}
 	for i := range cs {
 		slices.SortFunc(cs[i].Shards, bytes.Compare)

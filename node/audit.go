@@ -15,7 +15,8 @@ import (
 // How an audited round was checked (AuditRound.Checked).
 const (
 	// CheckedFull: θ and momentum recomputed from the stored shards (core.JoinShards,
-	// round.Step with core.WeightsOf), the model root, the ledger transition and NewRoot.
+	// round.Step with core.WeightsOf), the model root, which contributions the rule left
+	// out whole (the record's Dropped flags), the ledger transition and NewRoot.
 	CheckedFull = "full"
 	// CheckedLedger: no shards (or no model state to apply them to): the ledger transition
 	// and the chain only; the record's model root is taken as it says.
@@ -27,12 +28,16 @@ type AuditRound struct {
 	Round        uint64   `json:"round"`
 	Root         string   `json:"root"` // the record's NewRoot, hex
 	Contributors []string `json:"contributors"`
-	Evidence     int      `json:"evidence"`
-	Slashed      []string `json:"slashed"`
-	Checked      string   `json:"checked"`        // CheckedFull or CheckedLedger
-	Note         string   `json:"note,omitempty"` // why a round was checked CheckedLedger
-	Signature    string   `json:"signature"`      // "ok", or "none kept"
-	Checkpoint   bool     `json:"checkpoint"`     // a checkpoint of round Round+1 checked against Root
+	// Filtered are the contributors the record marks Dropped: the aggregation rule left
+	// them out whole and they earned nothing (checked against the close when Checked is
+	// CheckedFull).
+	Filtered   []string `json:"filtered"`
+	Evidence   int      `json:"evidence"`
+	Slashed    []string `json:"slashed"`
+	Checked    string   `json:"checked"`        // CheckedFull or CheckedLedger
+	Note       string   `json:"note,omitempty"` // why a round was checked CheckedLedger
+	Signature  string   `json:"signature"`      // "ok", or "none kept"
+	Checkpoint bool     `json:"checkpoint"`     // a checkpoint of round Round+1 checked against Root
 }
 
 // AuditReport is what an audit found: the lineage from its start up to the first round
@@ -198,9 +203,12 @@ func (a *auditor) round(r uint64) (AuditRound, error) {
 	if err != nil {
 		return AuditRound{}, err
 	}
-	line := AuditRound{Round: r, Root: hex.EncodeToString(rec.NewRoot), Evidence: len(rec.Evidence), Contributors: []string{}, Slashed: []string{}}
+	line := AuditRound{Round: r, Root: hex.EncodeToString(rec.NewRoot), Evidence: len(rec.Evidence), Contributors: []string{}, Filtered: []string{}, Slashed: []string{}}
 	for _, c := range rec.Contributions {
 		line.Contributors = append(line.Contributors, c.Peer)
+		if c.Dropped {
+			line.Filtered = append(line.Filtered, c.Peer)
+		}
 	}
 	if line.Signature, err = a.signature(r, rec); err != nil {
 		return line, err

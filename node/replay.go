@@ -57,8 +57,9 @@ func newReplayer(p *Params, s *configs.Spec, self string) *replayer {
 // genesis) and led (the ledger of the same round) up to round to, exclusive: for each, its
 // record and shards from s, the contributions joined (core.JoinShards) and weighed by the
 // ledger in force (core.WeightsOf), the round closed (round.Step) and the record applied.
-// The model root must be the record's and applying the record must give its NewRoot, at
-// every round (a *ReplayError otherwise).
+// The model root must be the record's, the close must aggregate every contribution the
+// record lists and leave out whole exactly those it marks Dropped (sameKept), and applying
+// the record must give its NewRoot, at every round (a *ReplayError otherwise).
 func (rp *replayer) replayFrom(s roundSource, st round.State, led *incentives.State, to uint64) (round.State, *incentives.State, error) {
 	for r := st.Round; r < to; r++ {
 		rec, err := s.Record(r)
@@ -91,12 +92,15 @@ func (rp *replayer) replayRound(s roundSource, st round.State, led *incentives.S
 	for i, c := range rec.Contributions {
 		peers[i] = c.Peer
 	}
-	next, _, err := round.Step(rp.cfg, st, contribs, core.WeightsOf(led, peers))
+	next, closed, err := round.Step(rp.cfg, st, contribs, core.WeightsOf(led, peers))
 	if err != nil {
 		return st, led, nil, err
 	}
 	if root := next.Root(); !bytes.Equal(root[:], rec.ModelRoot) {
 		return st, led, nil, fmt.Errorf("the stored shards give model root %x, the record says %x", root[:8], rec.ModelRoot[:min(8, len(rec.ModelRoot))])
+	}
+	if err := sameKept(rec, &closed); err != nil {
+		return st, led, nil, err
 	}
 	nextLed, events, err := led.Apply(rec, rp.p.Checker)
 	if err != nil {
@@ -155,6 +159,26 @@ func (rp *replayer) contributions(s roundSource, rec *incentives.Record) ([]roun
 		out = append(out, joined)
 	}
 	return out, nil
+}
+
+// sameKept checks a record's inclusion list against what closing its round gave: every
+// listed contribution aggregated (none jailed, weightless or undecodable), and marked
+// Dropped exactly when the aggregation rule left it out whole. The ledger rewards by the
+// flags, so a record that moves one, even under a root that follows from it, is refused
+// as one whose model root does not match.
+func sameKept(rec *incentives.Record, closed *round.Closed) error {
+	if len(closed.Included) != len(rec.Contributions) {
+		return fmt.Errorf("the record lists %d contributions, closing the round aggregates %d of them", len(rec.Contributions), len(closed.Included))
+	}
+	for i, e := range rec.Contributions {
+		if closed.Included[i] != e.Peer { // both sorted by peer
+			return fmt.Errorf("the record lists %s, closing the round does not aggregate it", e.Peer)
+		}
+		if _, dropped := slices.BinarySearch(closed.Dropped, e.Peer); dropped != e.Dropped {
+			return fmt.Errorf("the record marks the contribution of %s dropped %v, the aggregation rule dropped it %v", e.Peer, e.Dropped, dropped)
+		}
+	}
+	return nil
 }
 
 // sameCIDs checks that shards carry exactly the payload CIDs listed (sorted, distinct, as

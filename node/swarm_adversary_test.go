@@ -9,6 +9,9 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
@@ -206,4 +209,130 @@ func shortIDs(ids []string) []string {
 		out[i] = id[len(id)-4:]
 	}
 	return out
+}
+
+// TestSwarmFilteredSignFlipEarnsNothingAndAuditsAlike: five nodes on loopback aggregating
+// with filtered_mean, one sending its pseudo-gradient's sign flipped. Every round that
+// lists the flipped contribution marks it Dropped (counted "filtered" in /status); no honest
+// ledger rewards it, while the honest peers earn; all hold one root. Stopped, an honest
+// node's home audits clean with the flipper named filtered in the rounds closed again from
+// their shards, and a record of one of them that moves the flag, under a NewRoot that
+// follows from the moved flag, is refused by the replay the audit and a restart run.
+func TestSwarmFilteredSignFlipEarnsNothingAndAuditsAlike(t *testing.T) {
+	const rounds = 5
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	swarm := startAdvSwarm(t, runCtx, []string{AdvSignFlip, "", "", "", ""}, configs.AggregationSpec{Method: "filtered_mean"})
+	trainCtx, cancelTrain := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTrain()
+	trainRounds(t, trainCtx, swarm, rounds)
+	settleCtx, cancelSettle := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelSettle()
+	honest := swarm[1:]
+	hr := settled(settleCtx, honest, rounds)
+	checkOneRoot(t, honest, hr)
+	flip := swarm[0].ID().String()
+	listed := 0
+	for i, n := range honest {
+		for _, r := range hr[i] {
+			if slices.Contains(r.Included, flip) {
+				listed++
+				if r.Rejected[core.ReasonFiltered] == 0 {
+					t.Errorf("%s: round %d aggregated the flipped contribution without leaving it out (rejected %v)", n.ID(), r.Round, r.Rejected)
+				}
+			}
+		}
+		l := n.ledger.state.Load()
+		if a := l.Account(flip); a.Balance != 0 || a.Contributions != 0 {
+			t.Errorf("%s: the sign-flipper earned %d for %d contributions", n.ID(), a.Balance, a.Contributions)
+		}
+		for _, h := range honest {
+			if l.Account(h.ID().String()).Contributions == 0 {
+				t.Errorf("%s: honest %s earned nothing", n.ID(), h.ID())
+			}
+		}
+	}
+	if listed == 0 {
+		t.Fatal("no round listed the flipped contribution: nothing was checked")
+	}
+	if t.Failed() {
+		return
+	}
+
+	stop() // the nodes close their stores
+	n := honest[0]
+	h, spec := n.opts.Home, n.opts.Spec
+	if err := p2ptest.Poll(ctx, "the store closed", 100*time.Millisecond, func() bool {
+		s, err := store.Open(h.StorePath(), 50*time.Millisecond)
+		if err == nil {
+			s.Close()
+		}
+		return err == nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := AuditHome(h, spec)
+	if err != nil || !rep.OK {
+		t.Fatalf("audit: %v, %+v", err, rep.Failed)
+	}
+	var forge *AuditRound
+	for i, l := range rep.Rounds {
+		if l.Checked == CheckedFull && slices.Equal(l.Filtered, []string{flip}) {
+			forge = &rep.Rounds[i]
+		}
+	}
+	if forge == nil {
+		t.Fatalf("no round closed again from its shards with the flipper filtered: %+v", rep.Rounds)
+	}
+
+	// Close the rounds up to the chosen one again, then the chosen one with its record and
+	// with the record whose flag moved to an honest peer.
+	p, err := NewParams(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(h.StorePath(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	init, err := p.Initial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := newReplayer(p, spec, "")
+	lim := checkpoint.Limits{Network: spec.NetworkID(), Run: spec.Run, Like: init.Params}
+	model, led, from, err := rp.replayStart(st, lim, init, forge.Round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model, led, err = rp.replayFrom(st, model, led, forge.Round); err != nil {
+		t.Fatalf("replaying rounds %d-%d: %v", from, forge.Round, err)
+	}
+	rec, err := st.Record(forge.Round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rp.replayOne(st, model, led, rec); err != nil {
+		t.Fatalf("the record of round %d does not replay: %v", forge.Round, err)
+	}
+	moved := slices.Clone(rec.Contributions)
+	for i := range moved {
+		moved[i].Dropped = moved[i].Peer != flip && i == slices.IndexFunc(moved, func(e incentives.Contribution) bool { return e.Peer != flip })
+	}
+	built, err := led.Build(moved, rec.Evidence, rec.ModelRoot, p.Checker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := built.Record
+	if _, _, err := led.Apply(forged, p.Checker); err != nil {
+		t.Fatalf("the forged record does not even apply to the ledger: %v", err)
+	}
+	_, _, err = rp.replayOne(st, model, led, forged)
+	if err == nil || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("a record of round %d moving the Dropped flag replayed: %v", forge.Round, err)
+	}
+	t.Logf("round %d with the flag moved: %v", forge.Round, err)
 }

@@ -140,8 +140,12 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	}
 	publish := func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) }
 	w := wireOf(s)
+	due, err := newDueCheck(p)
+	if err != nil {
+		return err
+	}
 	n.checks = newFullChecks(fullConfig{
-		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow,
+		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow, Due: due,
 		Ledger:  n.ledger.state.Load,
 		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
 		Peers:   func() []peer.ID { return n.host.TopicPeers(p2p.KindRecords) },

@@ -37,6 +37,7 @@ const (
 	reasonSignature     = "signature"      // not signed by the key its bundle attests
 	reasonPeerMismatch  = "peer_mismatch"  // names a peer other than its bundle's
 	reasonContent       = "content"        // fails the content checks (evidence made)
+	reasonDue           = "due"            // carries a tensor not due in its round, or, whole, lacks a due one (dueCheck; no evidence)
 	reasonBusy          = "busy"           // the loop's inbox or the verification slots are full
 	reasonEvidence      = "evidence"       // evidence that proves nothing
 	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
@@ -47,7 +48,7 @@ const (
 // reasons is the set of every reason.
 var reasons = []string{reasonOK, reasonSize, reasonDecode, reasonNetwork, reasonRun, reasonLate,
 	reasonReplay, reasonFuture, reasonBundleUnknown, reasonBundleInvalid, reasonSignature,
-	reasonPeerMismatch, reasonContent, reasonBusy, reasonEvidence, reasonEquivocation, reasonUnstaked,
+	reasonPeerMismatch, reasonContent, reasonDue, reasonBusy, reasonEvidence, reasonEquivocation, reasonUnstaked,
 	reasonSecondRecord}
 
 // shardEnvelope bounds what a shard adds to its payload (header, signature, framing):
@@ -205,6 +206,9 @@ type fullConfig struct {
 	Checker *incentives.Checker
 	// EvidenceWindow is the ledger's evidence window in rounds (Params.Ledger).
 	EvidenceWindow uint64
+	// Due checks a shard's tensors against its round's schedule (newDueCheck; nil: not
+	// checked).
+	Due *dueCheck
 	// Ledger returns the ledger in force; records of signers without stake in it are
 	// ignored (nil: none are).
 	Ledger  func() *incentives.State
@@ -393,6 +397,9 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 		f.report(incentives.NewInvalidContent(hb.data, s))
 		return p2p.Reject, reasonContent
 	}
+	if err := f.checkDue(s); err != nil {
+		return p2p.Reject, reasonDue
+	}
 	switch f.content.put(s, data) {
 	case putRepeated:
 		return p2p.Ignore, reasonEquivocation
@@ -418,6 +425,15 @@ func (f *fullChecks) checkSignature(s *verify.Shard, key ed25519.PublicKey) erro
 func (f *fullChecks) checkSignatures(shards []*verify.Shard, keys []ed25519.PublicKey) []error {
 	defer f.spent.stop(f.spent.start())
 	return verify.CheckShardSignatures(shards, keys)
+}
+
+// checkDue runs the schedule check of a shard whose content passed.
+func (f *fullChecks) checkDue(s *verify.Shard) error {
+	if f.cfg.Due == nil {
+		return nil
+	}
+	defer f.spent.stop(f.spent.start())
+	return f.cfg.Due.check(s.Header.Round, s.Header.Count, s.Payload)
 }
 
 func (f *fullChecks) checkContent(payload []byte) error {

@@ -4,7 +4,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/training"
+	"github.com/lowband/lowband/training/aggregate"
+	"github.com/lowband/lowband/training/round"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -109,5 +113,92 @@ func TestUnstakedPeerLeftOutAtZeroWeight(t *testing.T) {
 	}
 	if last.Rejected[core.ReasonWeight] != 1 {
 		t.Fatalf("rejected %v, want one for weight", last.Rejected)
+	}
+}
+
+// signFlip makes x's local work the sign-flipped step an honest node takes, k times as
+// large: its pseudo-gradient is -k times an honest one.
+func signFlip(x *node, k float64) {
+	x.work = func(st *round.Start) []training.Tensor {
+		out := local(x.name, st)
+		for i, t := range out {
+			for j, v := range t.Data {
+				t.Data[j] = st.Params[i].Data[j] + k*(st.Params[i].Data[j]-v)
+			}
+		}
+		return out
+	}
+}
+
+// Under filtered_mean a sign-flipped, scaled contribution is aggregated as an input of the
+// rule, left out whole, and earns nothing, on every core alike: each record lists it
+// marked Dropped, each summary counts it "filtered", the ledgers give it no reward and no
+// contribution while the honest peers earn every round, and every core holds one root.
+func TestFilteredContributionEarnsNothingEverywhere(t *testing.T) {
+	filtered := func(rc *round.Config) { rc.Aggregate = aggregate.Config{Method: aggregate.FilteredMean} }
+	s := newSwarmEdit(t, 11, ledgerParams(), []string{"a", "b", "c", "d", "x"}, []uint64{100, 100, 100, 100, 100}, nil, filtered)
+	x := s.node("x")
+	signFlip(x, 5)
+	s.start()
+	for range 4 {
+		s.step(everyone)
+	}
+	last := sameRoots(t, s.nodes)
+	if last.Round != 2 {
+		t.Fatalf("closed up to round %d, want 2", last.Round)
+	}
+	honest := []*node{s.node("a"), s.node("b"), s.node("c"), s.node("d")}
+	for _, n := range s.nodes {
+		for i, sum := range n.sums {
+			rec := n.commits[i].Record
+			if !slices.Equal(sum.Included, ids(s.nodes...)) || sum.Rejected[core.ReasonFiltered] != 1 {
+				t.Fatalf("%s, round %d: included %v, rejected %v", n.name, sum.Round, sum.Included, sum.Rejected)
+			}
+			for _, e := range rec.Contributions {
+				if e.Dropped != (e.Peer == x.id) {
+					t.Fatalf("%s, round %d: %s listed with Dropped %v", n.name, rec.Round, e.Peer, e.Dropped)
+				}
+			}
+			if !slices.ContainsFunc(n.commits[i].Events, func(e incentives.Event) bool {
+				return e.Kind == incentives.EventFiltered && e.Peer == x.id
+			}) {
+				t.Fatalf("%s, round %d: no filtered event for x", n.name, rec.Round)
+			}
+		}
+		l := n.core.Ledger()
+		if l.Balance(x.id) != 0 || l.Account(x.id).Contributions != 0 {
+			t.Fatalf("%s: x earned %d for %d contributions", n.name, l.Balance(x.id), l.Account(x.id).Contributions)
+		}
+		for _, h := range honest {
+			if l.Balance(h.id) != 30 || l.Account(h.id).Contributions != 3 {
+				t.Fatalf("%s: %s earned %d for %d contributions, want 30 for 3", n.name, h.name, l.Balance(h.id), l.Account(h.id).Contributions)
+			}
+		}
+	}
+}
+
+// A core that closed a round without the filtered contribution and repairs it to the
+// majority's list finds the same flag: its repaired record marks the contribution Dropped
+// and its ledger, like the others', gives it nothing.
+func TestRepairMarksTheFilteredContributionAlike(t *testing.T) {
+	filtered := func(rc *round.Config) { rc.Aggregate = aggregate.Config{Method: aggregate.FilteredMean} }
+	s := newSwarmEdit(t, 12, ledgerParams(), []string{"a", "b", "c", "d", "x"}, []uint64{100, 100, 100, 100, 100}, nil, filtered)
+	x, a := s.node("x"), s.node("a")
+	signFlip(x, 5)
+	s.drop = dropShards(0, x, a)
+	closeRound0(s)
+	agreeAll(t, s.nodes)
+	if len(a.repairs) == 0 {
+		t.Fatal("a did not repair round 0")
+	}
+	rp := a.repairs[len(a.repairs)-1]
+	rec := rp.Commits[0].Record
+	if rec.Round != 0 || !slices.ContainsFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == x.id && e.Dropped }) {
+		t.Fatalf("a's repaired record of round %d: %+v", rec.Round, rec.Contributions)
+	}
+	for _, n := range s.nodes {
+		if l := n.core.Ledger(); l.Balance(x.id) != 0 || l.Balance(a.id) != 10 {
+			t.Fatalf("%s: x earned %d, a %d", n.name, l.Balance(x.id), l.Balance(a.id))
+		}
 	}
 }

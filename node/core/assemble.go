@@ -21,6 +21,10 @@ const (
 	ReasonDecode       = "decode"       // the shards do not decode into the model's tensors
 	ReasonCap          = "cap"          // beyond incentives.MaxContributions
 	ReasonEquivocation = "equivocation" // the peer signed two different shards for one slot
+	// ReasonFiltered: aggregated as an input of the rule, which left it out whole
+	// (filtered_mean: beyond its radius). Unlike the others it stays in Summary.Included and
+	// in the record (marked Dropped), and earns nothing.
+	ReasonFiltered = "filtered"
 )
 
 // roundIn is what arrived for one open round, by peer.

@@ -97,7 +97,8 @@ func TestInclusionCappedByPowerThenPeer(t *testing.T) {
 	}
 }
 
-// contributionSize is the exact size of an inclusion list entry in a record's encoding.
+// contributionSize is the exact size of an inclusion list entry in a record's encoding, and
+// droppedSize what the Dropped flag adds to it.
 func TestContributionSizeMatchesRecordEncoding(t *testing.T) {
 	empty := (&incentives.Record{}).Marshal()
 	for _, k := range []int{1, 23, 24, 255, 256} {
@@ -108,6 +109,10 @@ func TestContributionSizeMatchesRecordEncoding(t *testing.T) {
 		rec := &incentives.Record{Contributions: []incentives.Contribution{c}}
 		if got, want := contributionSize(c.Peer, c.Shards), len(rec.Marshal())-len(empty); got != want {
 			t.Fatalf("%d shards: size %d, encoding adds %d", k, got, want)
+		}
+		rec.Contributions[0].Dropped = true
+		if got, want := contributionSize(c.Peer, c.Shards)+droppedSize, len(rec.Marshal())-len(empty); got != want {
+			t.Fatalf("%d shards, dropped: size %d, encoding adds %d", k, got, want)
 		}
 	}
 }

@@ -124,11 +124,11 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if n := len(mr.Closed.Rejected); n > 0 {
 		rejected[ReasonDecode] += n
 	}
-	modelRoot := c.m.Root()
-	contribs := make([]incentives.Contribution, 0, len(mr.Closed.Included))
-	for _, p := range mr.Closed.Included {
-		contribs = append(contribs, incentives.Contribution{Peer: p, Shards: c.cids(r, p)})
+	if n := len(mr.Closed.Dropped); n > 0 {
+		rejected[ReasonFiltered] += n
 	}
+	modelRoot := c.m.Root()
+	contribs := listed(mr.Closed, func(p string) [][]byte { return c.cids(r, p) })
 	closed, err := c.ledger.Build(contribs, c.pending, modelRoot[:], c.cfg.Checker)
 	if err != nil { // only a malformed inclusion list, which this code never makes
 		return Ready{}, fmt.Errorf("core: building the record of round %d: %w", r, err)
@@ -192,6 +192,18 @@ func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incenti
 	rd.Summary = sum
 }
 
+// listed is the inclusion list of a closed round: every included peer with its shards'
+// CIDs, marked Dropped when the aggregation rule left it out whole (the ledger gives it
+// nothing). Every node that closes the round from the same list finds the same flags.
+func listed(cl *round.Closed, cids func(peer string) [][]byte) []incentives.Contribution {
+	out := make([]incentives.Contribution, 0, len(cl.Included))
+	for _, p := range cl.Included {
+		_, dropped := slices.BinarySearch(cl.Dropped, p)
+		out = append(out, incentives.Contribution{Peer: p, Shards: cids(p), Dropped: dropped})
+	}
+	return out
+}
+
 // weights decides who counts in round r, by the ledger in force: only complete
 // contributions that were not dropped, through admit and WeightsOf. It also counts, by
 // reason, the contributions left out.
@@ -243,7 +255,7 @@ func admit(led *incentives.State, list []incentives.Contribution, rejected map[s
 	})
 	size := 9 // the list's header
 	for i, e := range in {
-		size += contributionSize(e.Peer, e.Shards)
+		size += contributionSize(e.Peer, e.Shards) + droppedSize // room for the flag: whether it is set is known after the close
 		if i == incentives.MaxContributions || size > incentives.MaxContributionsSize {
 			rejected[ReasonCap] += len(in) - i
 			return in[:i]
@@ -262,6 +274,10 @@ func contributionSize(peer string, cids [][]byte) int {
 	}
 	return n
 }
+
+// droppedSize is what marking an entry Dropped adds to its encoding: the key and the value
+// (the map's head stays one byte).
+const droppedSize = 2
 
 // cborHead is the size of a CBOR item head carrying the length n.
 func cborHead(n int) int {

@@ -130,7 +130,8 @@ type Summary struct {
 	// Included lists the peers aggregated (sorted), this node included if it was.
 	Included []string
 	// Rejected counts the contributions left out at close by reason: "incomplete",
-	// "jailed", "weight", "decode", "cap", "equivocation".
+	// "jailed", "weight", "decode", "cap", "equivocation", and "filtered" for those of
+	// Included the aggregation rule left out whole (they earn nothing).
 	Rejected          map[string]int
 	Evidence          int           // evidence items in the record
 	ContributionBytes int           // this node's own signed shard bytes for Round

@@ -145,10 +145,7 @@ func (c *Core) closeWith(cr *closedRound, pre round.State, led *incentives.State
 		return round.State{}, nil, nil, fmt.Errorf("core: closing round %d again: %w", pre.Round, err)
 	}
 	modelRoot := next.Root()
-	contribs := make([]incentives.Contribution, 0, len(closed.Included))
-	for _, p := range closed.Included {
-		contribs = append(contribs, incentives.Contribution{Peer: p, Shards: byPeer[p]})
-	}
+	contribs := listed(&closed, func(p string) [][]byte { return byPeer[p] })
 	b, err := led.Build(contribs, evidence, modelRoot[:], c.cfg.Checker)
 	if err != nil {
 		return round.State{}, nil, nil, fmt.Errorf("core: building the record of round %d again: %w", pre.Round, err)
@@ -314,6 +311,12 @@ func (c *Core) settle(r uint64, rd *Ready) error {
 	rd.Commit = rp.Commits[0]
 	sum, rec, st := rd.Summary, rd.Commit.Record, c.m.State()
 	sum.Included = peersOf(rec.Contributions)
+	delete(sum.Rejected, ReasonFiltered)
+	for _, e := range rec.Contributions {
+		if e.Dropped {
+			sum.Rejected[ReasonFiltered]++
+		}
+	}
 	sum.Evidence = len(rec.Evidence)
 	sum.ModelRoot, sum.Params = st.Root(), st.Params
 	copy(sum.StateRoot[:], rec.NewRoot)

@@ -78,6 +78,8 @@ type node struct {
 	cidFetch [][]core.Want  // each Fetch by CID
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
+	// work, if set, is the node's local work instead of local.
+	work func(start *round.Start) []training.Tensor
 }
 
 // swarm drives Cores against each other through an in-memory exchange of their Publish
@@ -97,6 +99,8 @@ type swarm struct {
 	drop func(d delivery) bool
 	// manual: wants by CID are not answered as they come; the test calls serve.
 	manual bool
+	// edit, if set, changes every core's round configuration (see newSwarmEdit).
+	edit func(*round.Config)
 }
 
 type delivery struct {
@@ -114,9 +118,15 @@ func newSwarm(t *testing.T, seed uint64, params incentives.Params, names []strin
 // newSwarmWith is newSwarm with extra genesis stakes of peers that run no core.
 func newSwarmWith(t *testing.T, seed uint64, params incentives.Params, names []string, stakes []uint64, extra []incentives.Stake) *swarm {
 	t.Helper()
+	return newSwarmEdit(t, seed, params, names, stakes, extra, nil)
+}
+
+// newSwarmEdit is newSwarmWith whose cores' round configuration edit changes.
+func newSwarmEdit(t *testing.T, seed uint64, params incentives.Params, names []string, stakes []uint64, extra []incentives.Stake, edit func(*round.Config)) *swarm {
+	t.Helper()
 	s := &swarm{t: t, fx: incentivestest.New(testNetwork, testRun), bundles: map[string][]byte{},
 		rng: rand.New(rand.NewPCG(seed, 7)), now: t0,
-		records: map[string][][]byte{}, shards: map[string][][]byte{}}
+		records: map[string][][]byte{}, shards: map[string][][]byte{}, edit: edit}
 	g := incentives.Genesis{Stakes: slices.Clone(extra)}
 	for i, n := range names {
 		if stakes[i] > 0 {
@@ -137,8 +147,12 @@ func newSwarmWith(t *testing.T, seed uint64, params incentives.Params, names []s
 func (s *swarm) newCore(name string, st round.State, ledger *incentives.State) *core.Core {
 	s.t.Helper()
 	id := incentivestest.PeerID(name)
+	rc := roundConfig(id)
+	if s.edit != nil {
+		s.edit(&rc)
+	}
 	c, err := core.New(core.Config{
-		Self: id, Network: testNetwork, Run: testRun, Round: roundConfig(id), Deadline: deadlineConfig,
+		Self: id, Network: testNetwork, Run: testRun, Round: rc, Deadline: deadlineConfig,
 		Checker: s.fx.Checker(), Limits: compress.DefaultLimits, Identity: incentivestest.Identity(name),
 	}, st, ledger)
 	if err != nil {
@@ -320,7 +334,11 @@ func (s *swarm) step(who func(*node) bool) {
 		if n.train != nil && who(n) {
 			st := n.train
 			n.train = nil
-			rd, err := n.core.LocalDone(s.now, st.Round, local(n.name, st))
+			work := local(n.name, st)
+			if n.work != nil {
+				work = n.work(st)
+			}
+			rd, err := n.core.LocalDone(s.now, st.Round, work)
 			s.handle(n, rd, err)
 		}
 	}

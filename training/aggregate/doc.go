@@ -27,4 +27,13 @@
 //     biases nothing, and with no such input the result is the mean. The inputs within r
 //     carry at least half of the weight, so the mean is never empty; inputs with less than
 //     half of the weight cannot move m or r beyond the others' spread.
+//
+// Dropped inputs (AggregateStreamDropped): an input is dropped when the rule leaves it out
+// whole, so that it has no part in the result. Only filtered_mean does that (the inputs
+// beyond its radius). trimmed_mean trims values coordinate by coordinate, never an input
+// whole; median picks a value per coordinate; centered_clip and norm_clip scale an input's
+// part down, never to nothing (unless the median distance or norm is zero, which means
+// more than half of the weight sent the same vector). Those rules drop nothing. A dropped
+// input is still an input of the rule: it counts in the median and the radius the others
+// are judged by.
 package aggregate

@@ -31,20 +31,34 @@ const minChunk = 256
 // coordinate order. The rules that need a distance or a norm first read the inputs twice
 // (centered_clip twice per iteration more). A Read error ends it with that error.
 func AggregateStream(cfg Config, n int, in []Source) ([]float64, error) {
+	out, _, err := AggregateStreamDropped(cfg, n, in)
+	return out, err
+}
+
+// AggregateStreamDropped is AggregateStream that also names the inputs the rule left out
+// whole (their IDs, sorted; see the package doc, "Dropped inputs"): only filtered_mean
+// leaves inputs out whole, so with every other rule the list is empty.
+func AggregateStreamDropped(cfg Config, n int, in []Source) ([]float64, []string, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return aggregateStream(cfg, n, 0, in)
+	return aggregateStreamDropped(cfg, n, 0, in)
 }
 
 // aggregateStream is AggregateStream with ranges of chunk values (0: from StreamBudget).
 func aggregateStream(cfg Config, n, chunk int, in []Source) ([]float64, error) {
+	out, _, err := aggregateStreamDropped(cfg, n, chunk, in)
+	return out, err
+}
+
+// aggregateStreamDropped is AggregateStreamDropped with ranges of chunk values.
+func aggregateStreamDropped(cfg Config, n, chunk int, in []Source) ([]float64, []string, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := newStreamer(in, n, chunk)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []float64
 	switch cfg.Method {
@@ -63,14 +77,14 @@ func aggregateStream(cfg Config, n, chunk int, in []Source) ([]float64, error) {
 		out, err = s.mean(s.all(), nil)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, v := range out {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w: result overflowed", ErrNotFinite)
+			return nil, nil, fmt.Errorf("%w: result overflowed", ErrNotFinite)
 		}
 	}
-	return out, nil
+	return out, s.dropped, nil
 }
 
 // streamer reads sorted sources range by range into one buffer per source.
@@ -79,6 +93,8 @@ type streamer struct {
 	n     int
 	chunk int
 	bufs  [][]float64
+	// dropped names the inputs the rule left out whole, in ID order.
+	dropped []string
 }
 
 func newStreamer(in []Source, n, chunk int) (*streamer, error) {
@@ -227,6 +243,8 @@ func (s *streamer) filteredMean() ([]float64, error) {
 	for i := range s.src {
 		if dist[i] <= bound {
 			kept = append(kept, i)
+		} else {
+			s.dropped = append(s.dropped, s.src[i].ID)
 		}
 	}
 	return s.mean(kept, nil)

@@ -99,3 +99,74 @@ func TestStreamErrors(t *testing.T) {
 		}
 	}
 }
+
+// AggregateStreamDropped names exactly the inputs filtered_mean leaves out (a naive
+// reference: the inputs further from the coordinate-wise median than FilterRadius times
+// the weighted median distance), in ID order, and the result is the mean of the others;
+// no other rule drops an input.
+func TestStreamDroppedNamesTheInputsFilteredMeanLeavesOut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for trial := range 20 {
+		in := cluster(rng, 6, 40)
+		far := map[int]float64{1: -1} // input 1 sign-flipped, and every other trial input 4 scaled
+		if trial%2 == 1 {
+			far[4] = 100
+		}
+		for k, f := range far {
+			for j := range in[k].Vec {
+				in[k].Vec[j] *= f
+			}
+		}
+		m := median(sortedOrFail(t, in))
+		xs := sortedOrFail(t, in)
+		dist := make([]float64, len(xs))
+		for i, x := range xs {
+			var s float64
+			for j, v := range x.Vec {
+				d := v - m[j]
+				s += float64(d * d)
+			}
+			dist[i] = math.Sqrt(s)
+		}
+		bound := FilterRadius * weightedMedianOf(xs, dist)
+		var want []string
+		var kept []Input
+		for i, x := range xs {
+			if dist[i] > bound {
+				want = append(want, x.ID)
+			} else {
+				kept = append(kept, x)
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("trial %d: the far inputs are not far: the test input is wrong", trial)
+		}
+		for _, cfg := range methods {
+			got, dropped, err := AggregateStreamDropped(cfg, 40, sources(in, new(int)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Method != FilteredMean {
+				if len(dropped) != 0 {
+					t.Fatalf("%s dropped %v", cfg.Method, dropped)
+				}
+				continue
+			}
+			if !slices.Equal(dropped, want) {
+				t.Fatalf("trial %d: dropped %v, the reference drops %v", trial, dropped, want)
+			}
+			if mu := mustAggregate(t, Config{Method: Mean}, kept); !slices.Equal(got, mu) {
+				t.Fatalf("trial %d: filtered mean %v, mean of the kept %v", trial, got[:3], mu[:3])
+			}
+		}
+	}
+}
+
+func sortedOrFail(t *testing.T, in []Input) []Input {
+	t.Helper()
+	xs, err := sorted(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return xs
+}

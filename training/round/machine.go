@@ -233,7 +233,7 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	// replaces.
 	theta, outer := slices.Clone(m.theta), m.outer
 	outer.SetMomentumBuffer(m.outer.MomentumBuffer())
-	total, included, rejected, err := closeStep(m.cfg, &m.layout, theta, &outer, r, cs, weight)
+	total, included, rejected, dropped, err := closeStep(m.cfg, &m.layout, theta, &outer, r, cs, weight)
 	if err != nil {
 		return Ready{}, err
 	}
@@ -241,7 +241,7 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
-	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Params: m.views(m.theta)}}
+	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Dropped: dropped, Params: m.views(m.theta)}}
 	m.maybeStart(&rd)
 	return rd, nil
 }

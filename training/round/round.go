@@ -84,6 +84,11 @@ type Closed struct {
 	// Rejected lists peers whose contribution failed to decode at close (sorted); they are
 	// not in Included.
 	Rejected []string
+	// Dropped lists the peers of Included whose contribution the aggregation rule left out
+	// whole (sorted; aggregate.AggregateStreamDropped: filtered_mean's inputs beyond its
+	// radius). They were inputs of the rule, which judged the others by them too, but
+	// have no part in the aggregate.
+	Dropped []string
 	// Params is θ after the round's outer step. The caller may keep it and must not modify
 	// it: it is the Machine's own θ until the next close or Reset.
 	Params []training.Tensor

@@ -106,13 +106,13 @@ func Step(cfg Config, st State, contribs []Contribution, weights map[string]floa
 	if st.Momentum != nil {
 		outer.SetMomentumBuffer(st.Momentum)
 	}
-	_, included, rejected, err := closeStep(cfg, &lay, theta, &outer, st.Round, cs, weightOf(weights))
+	_, included, rejected, dropped, err := closeStep(cfg, &lay, theta, &outer, st.Round, cs, weightOf(weights))
 	if err != nil {
 		return State{}, Closed{}, err
 	}
 	params, out := lay.views(theta), lay.tensors(theta)
 	next := State{Round: st.Round + 1, Params: params, Momentum: slices.Clone(outer.MomentumBuffer())}
-	return next, Closed{Round: st.Round, Included: included, Rejected: rejected, Params: out}, nil
+	return next, Closed{Round: st.Round, Included: included, Rejected: rejected, Dropped: dropped, Params: out}, nil
 }
 
 // weightOf reads a contribution's weight from a map: positive and finite, else 0.
@@ -127,10 +127,10 @@ func weightOf(weights map[string]float64) func(Contribution) float64 {
 
 // closeStep closes round r on theta and outer, in place: the contributions cs (sorted by
 // peer) whose weight is positive are decoded, aggregated with that weight and applied by
-// the outer step. It returns the total weight included, the peers included and those whose
-// contribution failed to decode (or broke the norm bound). With nothing included, theta and
-// outer are left as they are.
-func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64) (total float64, included, rejected []string, err error) {
+// the outer step. It returns the total weight included, the peers included, those whose
+// contribution failed to decode (or broke the norm bound) and those of the included the
+// rule left out whole. With nothing included, theta and outer are left as they are.
+func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64) (total float64, included, rejected, dropped []string, err error) {
 	var in []aggregate.Source
 	buf := make([]float64, min(lay.size, checkChunk))
 	due := cfg.Compress.Due(r, lay.shapeList()) // a tensor not due in r is zero in every input
@@ -151,21 +151,21 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 		total += w
 	}
 	if len(in) == 0 {
-		return 0, included, rejected, nil
+		return 0, included, rejected, nil, nil
 	}
 	begin(cfg.Meter, PhaseAggregate)
-	g, err := aggregate.AggregateStream(cfg.Aggregate, lay.size, in)
+	g, dropped, err := aggregate.AggregateStreamDropped(cfg.Aggregate, lay.size, in)
 	end(cfg.Meter, PhaseAggregate)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("round: aggregating round %d: %w", r, err)
+		return 0, nil, nil, nil, fmt.Errorf("round: aggregating round %d: %w", r, err)
 	}
 	begin(cfg.Meter, PhaseOuter)
 	err = outer.Step(theta, g)
 	end(cfg.Meter, PhaseOuter)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("round: outer step of round %d: %w", r, err)
+		return 0, nil, nil, nil, fmt.Errorf("round: outer step of round %d: %w", r, err)
 	}
-	return total, included, rejected, nil
+	return total, included, rejected, dropped, nil
 }
 
 // checkChunk is how many values of a contribution reader checks at a time.
