@@ -265,6 +265,17 @@ func (n *Node) jump(ctx context.Context, rp resumePoint, h uint64, j *joiner) (u
 		return 0, fmt.Errorf("no checkpoint past round %d to sync, and the node's head is on its peers' lineage", rp.state.Round)
 	}
 	got, err := j.run(ctx, h)
+	// A replay stops at the first round without a majority's record among the answers,
+	// which may be peers slow to answer or out of fetch budget: a rewind asks again, for
+	// at most catchUpWait, until it reaches the node's head.
+	for until := time.Now().Add(catchUpWait); err == nil && got.state.Round < rp.state.Round && time.Now().Before(until); {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(joinPoll):
+		}
+		err = j.forward(ctx, got)
+	}
 	if err != nil {
 		return 0, err
 	}

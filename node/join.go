@@ -208,9 +208,11 @@ func (j *joiner) run(ctx context.Context, h uint64) (*joined, error) {
 		}
 		out.ckpt, out.state, out.ledger = ck, ck.Model, ck.Ledger
 	}
-	if out.ckpt == nil {
+	if out.ckpt == nil { // θ_0, not the loop's start: a restart or a resync moves that
 		var err error
-		out.state = j.n.train.initial
+		if out.state, err = j.rep.p.Initial(); err != nil {
+			return nil, err
+		}
 		if out.ledger, err = j.rep.p.GenesisState(); err != nil {
 			return nil, err
 		}

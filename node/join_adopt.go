@@ -199,9 +199,12 @@ func (n *Node) storeJoined(got *joined, jump bool) error {
 			}
 		}
 	}
-	if m != nil {
+	switch {
+	case m != nil:
 		n.train.loop.ckpt.last.Store(&CheckpointStatus{Round: m.Round, Root: hexRoot(m.Root), ID: hexRoot(m.ID()), Bytes: m.Size})
 		n.announceCheckpoints()
+	case jump: // a jump drops every checkpoint kept; none was synced
+		n.train.loop.ckpt.last.Store(nil)
 	}
 	n.ledger.state.Store(got.ledger)
 	return nil

@@ -83,7 +83,9 @@ func (n *Node) runTraining(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if wait = every; !moved {
+		if moved {
+			wait = every
+		} else {
 			wait = min(2*wait, probeMax)
 		}
 	}

@@ -50,13 +50,14 @@ func (c *Core) Seed(snaps []Snapshot) error {
 		return fmt.Errorf("%w: %d rounds before round %d", ErrSeed, len(snaps), c.nextClose)
 	}
 	closed := make(map[uint64]*closedRound, len(snaps))
+	voted := make(map[uint64]*incentives.Record, len(snaps))
 	next, like := c.nextClose-uint64(len(snaps)), c.m.State()
 	for i := range snaps {
-		cr, err := c.seedRound(&snaps[i], next+uint64(i), like)
+		cr, vote, err := c.seedRound(&snaps[i], next+uint64(i), like)
 		if err != nil {
 			return err
 		}
-		closed[next+uint64(i)] = cr
+		closed[next+uint64(i)], voted[next+uint64(i)] = cr, vote
 	}
 	if len(snaps) > 0 && !bytes.Equal(snaps[len(snaps)-1].Record.NewRoot, c.ledger.Head) {
 		return fmt.Errorf("%w: the last record's root is not the ledger's head", ErrSeed)
@@ -64,8 +65,8 @@ func (c *Core) Seed(snaps []Snapshot) error {
 	for r, cr := range closed {
 		c.agree.closed[r] = cr
 		c.agree.votes[r] = map[string]*incentives.Record{}
-		if cr.vote.Data != nil {
-			c.agree.votes[r][c.cfg.Self] = cr.own
+		if v := voted[r]; v != nil {
+			c.agree.votes[r][c.cfg.Self] = v
 		}
 	}
 	return nil
@@ -87,37 +88,42 @@ func (c *Core) seedVote(vote []byte, r uint64) (*incentives.Record, error) {
 	return rec, nil
 }
 
-// seedRound checks one snapshot of round r and makes its closed round.
-func (c *Core) seedRound(s *Snapshot, r uint64, like round.State) (*closedRound, error) {
+// seedRound checks one snapshot of round r and makes its closed round; it also returns
+// the record of the vote kept (nil: none). Until the votes seen carry a quorum, the round
+// stands on its committed record, not on the vote: after a repair, or a catch-up that
+// replaced the node's rounds with its peers' (a vote from a lineage it left), falling back
+// to the vote would close again what it just took from them. The vote is still counted as
+// its vote and resent as kept, never signed again.
+func (c *Core) seedRound(s *Snapshot, r uint64, like round.State) (*closedRound, *incentives.Record, error) {
 	rec := s.Record
 	switch {
 	case s.Ledger == nil || rec == nil:
-		return nil, fmt.Errorf("%w: round %d: no ledger or record", ErrSeed, r)
+		return nil, nil, fmt.Errorf("%w: round %d: no ledger or record", ErrSeed, r)
 	case s.Pre.Round != r || s.Ledger.Round != r || rec.Round != r:
-		return nil, fmt.Errorf("%w: round %d: state of %d, ledger of %d, record of %d", ErrSeed, r, s.Pre.Round, s.Ledger.Round, rec.Round)
+		return nil, nil, fmt.Errorf("%w: round %d: state of %d, ledger of %d, record of %d", ErrSeed, r, s.Pre.Round, s.Ledger.Round, rec.Round)
 	case !bytes.Equal(rec.PrevRoot, s.Ledger.Head):
-		return nil, fmt.Errorf("%w: round %d: the record does not follow the ledger", ErrSeed, r)
+		return nil, nil, fmt.Errorf("%w: round %d: the record does not follow the ledger", ErrSeed, r)
 	}
 	if !sameLayout(s.Pre, like) {
-		return nil, fmt.Errorf("%w: round %d: the state is not of the model's tensors", ErrSeed, r)
+		return nil, nil, fmt.Errorf("%w: round %d: the state is not of the model's tensors", ErrSeed, r)
 	}
-	own, err := c.seedVote(s.Vote, r)
+	vote, err := c.seedVote(s.Vote, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cr := &closedRound{pre: s.Pre, ledger: s.Ledger, held: map[string]*heldContribution{}, record: rec, own: rec,
 		basis: fingerprint(rec.Contributions, rec.Evidence)}
-	if own != nil {
-		cr.own, cr.vote = own, Message{Kind: KindRecords, Data: bytes.Clone(s.Vote)}
+	if vote != nil {
+		cr.vote = Message{Kind: KindRecords, Data: bytes.Clone(s.Vote)}
 	}
 	for _, ct := range s.Contributions {
 		i := slices.IndexFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == ct.Peer })
 		if ct.Round != r || ct.Msg == nil || i < 0 {
-			return nil, fmt.Errorf("%w: round %d: a contribution of %s the record does not list", ErrSeed, r, ct.Peer)
+			return nil, nil, fmt.Errorf("%w: round %d: a contribution of %s the record does not list", ErrSeed, r, ct.Peer)
 		}
 		cr.hold(&heldContribution{peer: ct.Peer, cids: rec.Contributions[i].Shards, msg: ct.Msg})
 	}
-	return cr, nil
+	return cr, vote, nil
 }
 
 // sameLayout reports whether st has like's tensors (names, shapes, sizes) and a momentum
