@@ -86,16 +86,24 @@ var specEnc = func() cbor.EncMode {
 	return m
 }()
 
+// RulesVersion is the version of the consensus rules a build runs: how it turns the same
+// records, contributions and spec into θ, records and the ledger. It is hashed into every
+// spec's Hash, so into the network ID on the wire: a build whose rules differ is on another
+// network, never a node that votes in the same rounds and splits from the others. Bump it
+// with any such change (2: a contribution the aggregation rule drops whole is marked in the
+// record and earns nothing). A home made under other rules does not replay: start a new one.
+const RulesVersion = 2
+
 // Hash is SHA-256 over the spec's canonical (core deterministic CBOR) encoding, without
-// the bootstrap list. Two files that parse to the same spec have the same hash, whatever
-// their layout or comments.
+// the bootstrap list, under the consensus rules' version (RulesVersion). Two files that
+// parse to the same spec have the same hash, whatever their layout or comments.
 func (s *Spec) Hash() [32]byte {
 	b, err := specEnc.Marshal(s)
 	if err != nil {
 		// Every field is a plain value type; encoding cannot fail.
 		panic(fmt.Sprintf("configs: encoding spec: %v", err))
 	}
-	return sha256.Sum256(append([]byte("lowband/spec/v1\x00"), b...))
+	return sha256.Sum256(append(fmt.Appendf(nil, "lowband/spec/v1/rules/%d\x00", RulesVersion), b...))
 }
 
 // NetworkID is the short name used on the wire: "<name>-<first 4 bytes of Hash in hex>".
