@@ -36,6 +36,7 @@ func (t *tally) add(signer string, rec *incentives.Record) {
 	t.total = addSat(t.total, p)
 	for _, e := range rec.Contributions {
 		k := entryKey(e.Peer, e.Shards)
+		e.Dropped = false // a vote's flag is its signer's claim: the close sets it again from the list
 		t.entries[k], t.byKey[k] = addSat(t.entries[k], p), e
 	}
 	for _, e := range rec.Evidence {
