@@ -101,6 +101,9 @@ func (f *fullChecks) repairShard(ctx context.Context, from peer.ID, w repairWant
 		f.report(incentives.NewInvalidContent(hb.data, s))
 		return p2p.Reject, reasonContent
 	}
+	if err := f.checkDue(s); err != nil {
+		return p2p.Reject, reasonDue
+	}
 	f.content.put(s, data)
 	if !f.cfg.Deliver(shardIn{shard: s, bundle: hb.data, at: f.cfg.Now(), repair: true}) {
 		return p2p.Ignore, reasonBusy

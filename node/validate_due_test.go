@@ -1,11 +1,16 @@
 package node
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/compress"
@@ -273,4 +278,44 @@ func BenchmarkDueCheckCharLM(b *testing.B) {
 		}
 	})
 	b.Logf("%d shards, %d bytes", len(shards), len(shards[0].Data))
+}
+
+// TestRepairFetchRefusesAShardOffTheSchedule: a shard fetched by CID for a repair passes
+// the same schedule check as one by gossip: one that carries a tensor not due in its round
+// is refused ("due") and never reaches the loop or the content store; an honest one of
+// the same round is taken.
+func TestRepairFetchRefusesAShardOffTheSchedule(t *testing.T) {
+	d, ts := dueModel(16)
+	all := d.cfg
+	all.DenseEvery = 0 // every tensor, every round
+	fx := incentivestest.New("net-a", "run-a")
+	alice := fx.Bundle("alice", "")
+	off := partOf(t, fx, "alice", alice, 12, 0, 1, encodeFor(t, all, 12, ts)[0].Data)
+	honest := partOf(t, fx, "alice", alice, 12, 0, 1, encodeFor(t, d.cfg, 12, ts)[0].Data)
+	cid := func(data []byte) []byte {
+		s, err := verify.UnmarshalShard(data, 4<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Header.PayloadCID
+	}
+	served := &cidPeer{shards: map[string][]byte{string(cid(off)): off, string(cid(honest)): honest}}
+	ft := newFullTest(t, 16, func(c *fullConfig) {
+		c.Due = d
+		c.Fetch = &fetchClient{host: served, maxShard: c.Wire.shardCap(), timeout: time.Second}
+	})
+	ft.holdBundle(alice)
+	ft.f.setView(core.View{NextClose: 14, NextLocal: 15, Window: 2, RepairFrom: 11})
+	ctx := context.Background()
+	if ft.f.fetchCID(ctx, repairWant{round: 12, cid: cid(off), peers: []peer.ID{neighbor}}) {
+		t.Fatal("a shard off its round's schedule was taken for a repair")
+	}
+	if n := ft.count(p2p.KindShards, p2p.Reject, reasonDue); n != 1 {
+		t.Fatalf("%v refused as off the schedule, want 1", n)
+	}
+	ft.inboxEmpty("off the schedule")
+	if !ft.f.fetchCID(ctx, repairWant{round: 12, cid: cid(honest), peers: []peer.ID{neighbor}}) {
+		t.Fatal("an honest shard of the round was not taken for a repair")
+	}
+	<-ft.inbox
 }
