@@ -166,7 +166,7 @@ func fillAdversaries(res *SwarmResult, nodes, honest []swarmNode) {
 				sa.SlashedBy++
 			}
 			for _, r := range measured(h.st, res.Rounds) {
-				if slices.Contains(r.Included, a.peer) {
+				if slices.Contains(r.Included, a.peer) && !slices.Contains(r.Filtered, a.peer) { // filtered: aggregated with no weight
 					sa.Aggregated++
 					if refused && r.Round >= from {
 						bad++

@@ -30,6 +30,8 @@ func TestSwarmAdversaryCounts(t *testing.T) {
 		{peer: "h1", st: &node.TrainingStatus{Slashed: []string{"eq"}, Rounds: rounds(before...)}},
 		{peer: "h2", st: &node.TrainingStatus{Slashed: []string{"eq", "h1"}, Rounds: rounds(after...)}},
 	}
+	// Listed but left out whole by the aggregation rule: not aggregated.
+	nodes[3].st.Rounds[from+1].Included, nodes[3].st.Rounds[from+1].Filtered = []string{"eq"}, []string{"eq"}
 	res := &SwarmResult{Nodes: 4, Rounds: int(from) + 2}
 	fillSwarm(res, nodes, 1)
 	if res.SlashedCorrectly == nil || *res.SlashedCorrectly != 1 || *res.HonestSlashed != 1 || *res.BadAggregated != 1 {

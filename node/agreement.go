@@ -117,9 +117,12 @@ func (p *progress) rewrite(rec *incentives.Record, led *incentives.State) {
 		return
 	}
 	r := &p.st.Rounds[i]
-	r.Included = make([]string, len(rec.Contributions))
+	r.Included, r.Filtered = make([]string, len(rec.Contributions)), nil
 	for j, e := range rec.Contributions {
 		r.Included[j] = e.Peer
+		if e.Dropped {
+			r.Filtered = append(r.Filtered, e.Peer)
+		}
 	}
 	r.Evidence, r.Repaired = len(rec.Evidence), true
 	r.StateRoot, r.LedgerRoot = hexRoot([32]byte(rec.NewRoot)), hexRoot(led.Root())

@@ -312,7 +312,7 @@ func roundStatus(s *core.Summary, now time.Time) RoundStatus {
 		rejected = map[string]int{}
 	}
 	return RoundStatus{
-		Round: s.Round, Included: included, Rejected: rejected, Evidence: s.Evidence,
+		Round: s.Round, Included: included, Filtered: s.Filtered, Rejected: rejected, Evidence: s.Evidence,
 		ContributionBytes: s.ContributionBytes, StallS: s.Stall.Seconds(), DeadlineS: s.Deadline.Seconds(),
 		Ranks: s.Ranks, StateRoot: hexRoot(s.StateRoot), LedgerRoot: hexRoot(s.LedgerRoot),
 		ClosedAt: now.UTC().Format(time.RFC3339),

@@ -19,6 +19,7 @@ type RoundStatus struct {
 	Round             uint64         `json:"round"`
 	Loss              *float64       `json:"loss"` // held-out loss of θ after the close; null until scored
 	Included          []string       `json:"included"`
+	Filtered          []string       `json:"filtered,omitempty"` // of Included, left out whole by the aggregation rule (they earn nothing)
 	Rejected          map[string]int `json:"rejected"`
 	Evidence          int            `json:"evidence"`
 	ContributionBytes int            `json:"contribution_bytes"`

@@ -239,8 +239,8 @@ func TestSwarmFilteredSignFlipEarnsNothingAndAuditsAlike(t *testing.T) {
 		for _, r := range hr[i] {
 			if slices.Contains(r.Included, flip) {
 				listed++
-				if r.Rejected[core.ReasonFiltered] == 0 {
-					t.Errorf("%s: round %d aggregated the flipped contribution without leaving it out (rejected %v)", n.ID(), r.Round, r.Rejected)
+				if r.Rejected[core.ReasonFiltered] == 0 || !slices.Contains(r.Filtered, flip) {
+					t.Errorf("%s: round %d aggregated the flipped contribution without leaving it out (rejected %v, filtered %v)", n.ID(), r.Round, r.Rejected, r.Filtered)
 				}
 			}
 		}

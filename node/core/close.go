@@ -174,7 +174,7 @@ func (c *Core) recordMessage(rec *incentives.Record) (Message, error) {
 // summarise fills rd's Summary and the next local work of a closed round.
 func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incentives.Closed, rejected map[string]int, modelRoot [32]byte, rd *Ready) {
 	sum := &Summary{
-		Round: r, Included: mr.Closed.Included, Rejected: rejected, Evidence: len(closed.Record.Evidence),
+		Round: r, Included: mr.Closed.Included, Filtered: mr.Closed.Dropped, Rejected: rejected, Evidence: len(closed.Record.Evidence),
 		Deadline: c.deadline.Current(), ModelRoot: modelRoot, LedgerRoot: closed.State.Root(),
 		Params: mr.Closed.Params, Ranks: c.ranks(),
 	}

@@ -129,6 +129,9 @@ type Summary struct {
 	Round uint64
 	// Included lists the peers aggregated (sorted), this node included if it was.
 	Included []string
+	// Filtered lists the peers of Included the aggregation rule left out whole (sorted):
+	// listed in the record, aggregated with no weight, rewarded with nothing.
+	Filtered []string
 	// Rejected counts the contributions left out at close by reason: "incomplete",
 	// "jailed", "weight", "decode", "cap", "equivocation", and "filtered" for those of
 	// Included the aggregation rule left out whole (they earn nothing).
