@@ -98,7 +98,7 @@ func exportRun(h configs.Home, out string) error {
 // writeLineage prints one line per round, then the verdict.
 func writeLineage(w io.Writer, rep *node.AuditReport) error {
 	fmt.Fprintf(w, "audit of %s/%s from %s (root %.16s)\n", rep.Network, rep.Run, rep.Start, rep.StartRoot)
-	fmt.Fprintf(w, "%-6s %-16s %-12s %-8s %-8s %s\n", "round", "root", "contributors", "evidence", "slashed", "checked")
+	fmt.Fprintf(w, "%-6s %-16s %-12s %-8s %-8s %-8s %s\n", "round", "root", "contributors", "filtered", "evidence", "slashed", "checked")
 	full := 0
 	for _, l := range rep.Rounds {
 		how := l.Checked
@@ -116,7 +116,7 @@ func writeLineage(w io.Writer, rep *node.AuditReport) error {
 		if len(l.Slashed) > 0 {
 			slashed = strings.Join(l.Slashed, ",")
 		}
-		fmt.Fprintf(w, "%-6d %.16s %-12d %-8d %-8s %s\n", l.Round, l.Root, len(l.Contributors), l.Evidence, slashed, how)
+		fmt.Fprintf(w, "%-6d %.16s %-12d %-8d %-8d %-8s %s\n", l.Round, l.Root, len(l.Contributors), len(l.Filtered), l.Evidence, slashed, how)
 	}
 	if rep.Failed != nil {
 		_, err := fmt.Fprintf(w, "FAILED: round %d does not check out: %s\n", rep.Failed.Round, rep.Failed.Reason)
