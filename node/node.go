@@ -264,6 +264,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.savePeers()
 			cancel()
 			<-provided
+			n.waitSave()
 			if err != nil {
 				err = fmt.Errorf("training stopped: %w", err)
 			}
@@ -291,13 +292,20 @@ func (n *Node) stopTraining(failed <-chan error) {
 		if err := <-failed; err != nil && !errors.Is(err, context.Canceled) {
 			n.log.Warn("training stopped", "err", err)
 		}
-		n.train.saving.Lock()
-		n.train.saving.Unlock() // held only to wait for the save in flight
+		n.waitSave()
 	}()
 	select {
 	case <-done:
 	case <-time.After(stopWait):
 		n.log.Warn("the round loop did not stop in time: closing the store under it", "waited", stopWait)
+	}
+}
+
+// waitSave waits for a local state being saved (saveLocal) to be written.
+func (n *Node) waitSave() {
+	if n.train != nil {
+		n.train.saving.Lock()
+		n.train.saving.Unlock() // held only to wait for the save in flight
 	}
 }
 
