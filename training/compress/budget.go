@@ -80,8 +80,15 @@ func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 			continue
 		}
 		c := e.choice(t, energy[i])
+		b := e.basisFor(t)
+		if b != nil {
+			c.hi = c.lo // the private terms stay at the lowest rank: the rest buys coordinates
+		}
 		lowest += c.lo * c.step
 		cs = append(cs, c)
+		if b != nil {
+			cs = append(cs, e.sharedChoice(t, b))
+		}
 	}
 	total, debt := e.roundBudget(dense + lowest)
 	budget := total - dense
@@ -98,12 +105,34 @@ func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 		if !e.isLowRank(t.Shape) {
 			continue
 		}
-		if st := e.stateFor(t); ranks[j] != st.lr.rank {
+		st := e.stateFor(t)
+		if ranks[j] != st.lr.rank {
 			st.lr.resize(ranks[j])
 		}
 		j++
+		st.srank = 0
+		if e.basisFor(t) != nil {
+			st.srank = ranks[j]
+			j++
+		}
 	}
 	return nil
+}
+
+// sharedChoice describes tensor t's coordinates on its shared basis b for the allocator:
+// from none to all of the basis' columns, each costing one column of cols codes and scales,
+// its gain the exact energy of its coordinates in this round's input.
+func (e *Encoder) sharedChoice(t Tensor, b *Basis) rankChoice {
+	cols := t.Shape[1]
+	fb, _ := e.bits()
+	cb, sb := colsBytes(cols, 1, fb, e.cfg.BlockSize)
+	k := e.sharedMax(b)
+	c := e.coordsOf(t, b)
+	gain := make([]float64, k)
+	for a := range gain {
+		gain[a] = sumSquares(c[a*cols : (a+1)*cols])
+	}
+	return rankChoice{lo: 0, hi: k, step: cb + sb, gain: gain}
 }
 
 // roundBudget is the budget of the next message and the debt left after it, given the
