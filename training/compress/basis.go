@@ -117,53 +117,25 @@ func deriveBasis(name string, a []float64, m, n, rank int) *Basis {
 	return &Basis{Rows: m, K: keep, U: u[:m*keep]}
 }
 
-// mulAB is A·B for A (m × n) and B (n × k), row-major, each entry summed in order of n
-// (four terms a pass, added one after another: the same bits as one a pass).
+// mulAB is A·B for A (m × n) and B (n × k), row-major, each entry summed in order of n.
 func mulAB(a, b []float64, m, n, k int) []float64 {
 	out := make([]float64, m*k)
 	for i := 0; i < m; i++ {
-		oi, ai := out[i*k:(i+1)*k], a[i*n:(i+1)*n]
-		l := 0
-		for ; l+4 <= n; l += 4 {
-			a0, a1, a2, a3 := ai[l], ai[l+1], ai[l+2], ai[l+3]
-			b0, b1, b2, b3 := b[l*k:(l+1)*k], b[(l+1)*k:(l+2)*k], b[(l+2)*k:(l+3)*k], b[(l+3)*k:(l+4)*k]
-			for c := range oi {
-				s := oi[c] + float64(a0*b0[c])
-				s += float64(a1 * b1[c])
-				s += float64(a2 * b2[c])
-				oi[c] = s + float64(a3*b3[c])
-			}
-		}
-		for ; l < n; l++ {
-			av, bl := ai[l], b[l*k:(l+1)*k]
-			for c := range oi {
-				oi[c] += float64(av * bl[c])
+		oi := out[i*k : (i+1)*k]
+		for l, av := range a[i*n : (i+1)*n] {
+			bl := b[l*k : (l+1)*k]
+			for c, bv := range bl {
+				oi[c] += float64(av * bv)
 			}
 		}
 	}
 	return out
 }
 
-// mulAtB is Aᵀ·Y for A (m × n) and Y (m × k), row-major, each entry summed in order of m
-// (four terms a pass, added one after another).
+// mulAtB is Aᵀ·Y for A (m × n) and Y (m × k), row-major, each entry summed in order of m.
 func mulAtB(a, y []float64, m, n, k int) []float64 {
 	out := make([]float64, n*k)
-	i := 0
-	for ; i+4 <= m; i += 4 {
-		a0, a1, a2, a3 := a[i*n:(i+1)*n], a[(i+1)*n:(i+2)*n], a[(i+2)*n:(i+3)*n], a[(i+3)*n:(i+4)*n]
-		y0, y1, y2, y3 := y[i*k:(i+1)*k], y[(i+1)*k:(i+2)*k], y[(i+2)*k:(i+3)*k], y[(i+3)*k:(i+4)*k]
-		for l := 0; l < n; l++ {
-			ol := out[l*k : (l+1)*k]
-			v0, v1, v2, v3 := a0[l], a1[l], a2[l], a3[l]
-			for c := range ol {
-				s := ol[c] + float64(v0*y0[c])
-				s += float64(v1 * y1[c])
-				s += float64(v2 * y2[c])
-				ol[c] = s + float64(v3*y3[c])
-			}
-		}
-	}
-	for ; i < m; i++ {
+	for i := 0; i < m; i++ {
 		ai, yi := a[i*n:(i+1)*n], y[i*k:(i+1)*k]
 		for l, av := range ai {
 			ol := out[l*k : (l+1)*k]

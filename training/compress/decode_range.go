@@ -169,8 +169,6 @@ func dequantiseRange(out []float64, codes, scales []byte, bits, block, from int)
 		}
 		s := bf16(binary.LittleEndian.Uint16(scales[2*(i/block):]))
 		switch bits {
-		case bits1:
-			out[j] = float64(2*int(codes[i/8]>>(i%8)&1)-1) * s
 		case bits2:
 			c := int8(codes[i/4]>>(2*(i%4))<<6) >> 6
 			out[j] = float64(2*int(c)+1) * s

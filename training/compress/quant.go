@@ -28,8 +28,6 @@ func qmax(bits int) float64 {
 // codeBytes is the byte length of n codes of the given width.
 func codeBytes(n, bits int) int {
 	switch bits {
-	case bits1:
-		return (n + 7) / 8
 	case bits2:
 		return (n + 3) / 4
 	case bits4:
@@ -84,9 +82,6 @@ func quantise(codes, scales []byte, vals []float64, bits, block int) error {
 	if bits == bits2 {
 		return quantise2(codes, scales, vals, block)
 	}
-	if bits == bits1 {
-		return quantise1(codes, scales, vals, block)
-	}
 	qm := qmax(bits)
 	for b := 0; b*block < len(vals); b++ {
 		blk := vals[b*block : min((b+1)*block, len(vals))]
@@ -136,10 +131,6 @@ func dequantise(out []float64, codes, scales []byte, bits, block int) {
 		dequantise2(out, codes, scales, block)
 		return
 	}
-	if bits == bits1 {
-		dequantise1(out, codes, scales, block)
-		return
-	}
 	for b := 0; b*block < len(out); b++ {
 		s := bf16(binary.LittleEndian.Uint16(scales[2*b:]))
 		hi := min((b+1)*block, len(out))
@@ -162,8 +153,6 @@ func codesCanonical(codes []byte, n, bits int) bool {
 		return codes[len(codes)-1]>>4 == 0
 	case bits == bits2 && n%4 != 0:
 		return codes[len(codes)-1]>>(2*(n%4)) == 0
-	case bits == bits1 && n%8 != 0:
-		return codes[len(codes)-1]>>(n%8) == 0
 	}
 	return true
 }

@@ -108,7 +108,7 @@ func TestFactorBits2DoublesRankInBudget(t *testing.T) {
 				t.Fatalf("%d-bit factors: joined shards differ from the message (%v)", fb, err)
 			}
 		}
-		rank[fb] = statOf(t, e, "w").Rank
+		rank[fb] = e.Stats()[1].Rank
 	}
 	if rank[2] < 2*rank[4]-1 {
 		t.Fatalf("rank %d with 2-bit factors, %d with 4-bit", rank[2], rank[4])
