@@ -227,7 +227,7 @@ func TestSharedCoordinatesAgainstNaiveProjection(t *testing.T) {
 			}
 		}
 	}
-	e := mustEncoder(t, Config{SharedRank: k, MinLowRank: 16, RankMax: 2, NoQuant: true})
+	e := mustEncoder(t, Config{SharedRank: k, MinLowRank: 16, RankMax: 8, NoQuant: true})
 	msg, err := e.EncodeRoundShared(0, []Tensor{x}, Bases{"w": b})
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +353,37 @@ func TestSharedCheckBoundsTheDecodedNorm(t *testing.T) {
 		}
 		for _, maxNorm := range probeNorms(math.Sqrt(bound)) {
 			verdictsAgree(t, wire, shapes, maxNorm)
+		}
+	}
+}
+
+// What the coordinates leave of the budget, once the bases are used up, goes to more
+// private terms: the payload then fills the budget to within one private term, never over
+// it; a piece's private and shared ranks together stay within RankMax.
+func TestSharedSpillOverFillsTheBudget(t *testing.T) {
+	for _, tc := range []struct{ budget, rankMax int }{{1500, 64}, {1500, 5}} {
+		cfg := Config{SharedRank: 2, MinLowRank: 16, RankMax: tc.rankMax, FactorBits: 2, ByteBudget: tc.budget, BlockSize: 16, Seed: 5}
+		e, bases, rounds := sharedSetup(t, cfg)
+		for r, in := range rounds {
+			m, err := e.EncodeRoundShared(uint64(r), in, bases)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := m.PayloadBytes()
+			step := 0 // the largest private term's bytes
+			for _, p := range m.pieces {
+				if p.Rank+p.SRank > tc.rankMax {
+					t.Fatalf("rank max %d: %s has rank %d and shared rank %d", tc.rankMax, p.Name, p.Rank, p.SRank)
+				}
+				if p.Rank > 0 {
+					pc, ps := colsBytes(p.Shape[0], 1, 2, 16)
+					qc, qs := colsBytes(p.Shape[1], 1, 2, 16)
+					step = max(step, pc+ps+qc+qs)
+				}
+			}
+			if got > tc.budget || tc.rankMax == 64 && got < tc.budget-step {
+				t.Fatalf("rank max %d, round %d: %d payload bytes for a budget of %d (a private term is %d)", tc.rankMax, r, got, tc.budget, step)
+			}
 		}
 	}
 }

@@ -88,7 +88,9 @@ type Config struct {
 	// each) plus RankMin private low-rank terms that let the basis move to new directions.
 	// Under a ByteBudget the allocator gives the private terms their bytes first, then
 	// spends the rest on coordinates by their exact energy per byte; without one every
-	// matrix sends all the basis' columns. At most MaxSharedRank; the low-rank codec only.
+	// matrix sends all the basis' columns. A piece's private and shared ranks together stay
+	// within RankMax (a receiver's Limits.MaxRank bounds their sum). At most
+	// MaxSharedRank; the low-rank codec only.
 	SharedRank int
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64

@@ -318,7 +318,7 @@ func (e *Encoder) encodeOne(t Tensor, energy float64) (piece, error) {
 	var p piece
 	var err error
 	if b != nil && e.cfg.ByteBudget == 0 {
-		st.srank = e.sharedMax(b)
+		st.srank = min(e.sharedMax(b), e.cfg.RankMax-st.lr.rank)
 	} else if b == nil {
 		st.srank = 0
 	}
