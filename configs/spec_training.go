@@ -138,8 +138,9 @@ type CompressionSpec struct {
 	// coordinates on up to shared_rank directions of a basis every node derives from the
 	// last round's aggregate (compress.DeriveBases of the outer momentum buffer), columns
 	// values per direction instead of rows plus columns, besides rank_min private low-rank
-	// terms. It needs the outer step without the delay (outer.delay 0). In [0, 64]; 0
-	// is off. Nodes pass it to the codec as compress.Config.SharedRank.
+	// terms (more when the budget outlasts the basis); a matrix's private and shared ranks
+	// together stay within rank_max. It needs the outer step without the delay (outer.delay
+	// 0). In [0, 64]; 0 is off. Nodes pass it to the codec as compress.Config.SharedRank.
 	SharedRank int `toml:"shared_rank" cbor:"15,keyasint,omitempty"`
 }
 
