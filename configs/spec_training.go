@@ -140,7 +140,8 @@ type CompressionSpec struct {
 	// values per direction instead of rows plus columns, besides rank_min private low-rank
 	// terms (more when the budget outlasts the basis); a matrix's private and shared ranks
 	// together stay within rank_max. It needs the outer step without the delay (outer.delay
-	// 0). In [0, 64]; 0 is off. Nodes pass it to the codec as compress.Config.SharedRank.
+	// 0). In [0, 64]; 0 is off. It is compress.Config.SharedRank, which node.Params does
+	// not pass to the codec yet: until it does, a network runs without the bases.
 	SharedRank int `toml:"shared_rank" cbor:"15,keyasint,omitempty"`
 }
 
