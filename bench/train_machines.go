@@ -275,12 +275,14 @@ type CodecRound struct {
 
 // CodecTensor is one tensor's encoding in a round.
 type CodecTensor struct {
-	Name     string  `json:"name"`
-	Rank     int     `json:"rank"` // 0: sent dense
-	Captured float64 `json:"captured_energy"`
-	Residual float64 `json:"residual_norm"`
-	Held     bool    `json:"held,omitempty"` // not due this round (--dense-every): left out of the message
-	Input    float64 `json:"input_norm"`     // ‖delta + decayed residual‖, of which captured_energy is the share sent
+	Name string `json:"name"`
+	Rank int    `json:"rank"` // 0: sent dense
+	// SharedRank is the number of coordinates on the shared basis (--shared-rank).
+	SharedRank int     `json:"shared_rank,omitempty"`
+	Captured   float64 `json:"captured_energy"`
+	Residual   float64 `json:"residual_norm"`
+	Held       bool    `json:"held,omitempty"` // not due this round (--dense-every): left out of the message
+	Input      float64 `json:"input_norm"`     // ‖delta + decayed residual‖, of which captured_energy is the share sent
 }
 
 // capturedEnergy is the share of the whole model's input energy (Σ‖x‖² over the tensors)
@@ -308,7 +310,7 @@ func capturedEnergy(rs []CodecRound) float64 {
 func (s *simNet) noteCodec(r uint64) {
 	cr := CodecRound{Round: r}
 	for _, t := range s.ms[0].CodecStats() {
-		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, Captured: t.Captured, Residual: t.Residual, Held: t.Held, Input: math.Sqrt(t.Input)})
+		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, SharedRank: t.SharedRank, Captured: t.Captured, Residual: t.Residual, Held: t.Held, Input: math.Sqrt(t.Input)})
 	}
 	s.codec = append(s.codec, cr)
 }

@@ -46,7 +46,9 @@ type ParetoRow struct {
 // RunPareto runs, over opt.Seeds seeds, allreduce and dense diloco once each, then for each
 // target ratio both compressed modes with a byte budget of that ratio
 // (TrainOptions.TargetRatio). Ranks are allocated within [Compress.RankMin,
-// Compress.RankMax]: raise RankMax for the low ratios. A progress line per run goes to logw.
+// Compress.RankMax]: raise RankMax for the low ratios. With shared bases
+// (Compress.SharedRank), which need delay 0, only the undelayed mode runs. A progress line
+// per run goes to logw.
 func RunPareto(ctx context.Context, opt TrainOptions, ratios []float64, logw io.Writer) (*ParetoResult, error) {
 	if len(ratios) == 0 {
 		return nil, fmt.Errorf("bench train: --pareto needs at least one target ratio")
@@ -67,6 +69,9 @@ func RunPareto(ctx context.Context, opt TrainOptions, ratios []float64, logw io.
 	for _, r := range ratios {
 		o := opt
 		o.Modes, o.TargetRatio = []string{ModeCompress, ModeCompressDelay}, r
+		if o.Compress.SharedRank > 0 {
+			o.Modes = o.Modes[:1]
+		}
 		tr, err := RunTrain(ctx, o, logw)
 		if err != nil {
 			return nil, fmt.Errorf("target ratio %v: %w", r, err)

@@ -166,3 +166,42 @@ func TestRunTrainTopKAndDenseEvery(t *testing.T) {
 		}
 	}
 }
+
+// With shared bases the undelayed compressed mode keeps every node's θ the same bytes, stays
+// within its byte budget and sends coordinates from the second round on; the pareto run
+// then has undelayed rows only (the bases need delay 0).
+func TestSharedRankRuns(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 3, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax, o.Compress.SharedRank, o.Compress.FactorBits = 64, 16, 8, 2
+	o.CompressMomentum = 0
+	res, err := RunPareto(context.Background(), o, []float64{10}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Delay || res.Rows[0].AchievedRatio < 10 {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+	o.Modes, o.TargetRatio = []string{ModeCompress}, 10
+	tr, err := RunTrain(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tr.Modes[0]
+	shared := 0
+	for _, r := range m.Codec {
+		for _, ct := range r.Tensors {
+			if r.Round == 0 && ct.SharedRank > 0 {
+				t.Fatalf("round 0 sent coordinates on a basis (%s)", ct.Name)
+			}
+			shared += ct.SharedRank
+		}
+	}
+	if !m.Agree || shared == 0 {
+		t.Fatalf("agree %v, %d coordinates sent", m.Agree, shared)
+	}
+}

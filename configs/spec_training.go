@@ -134,6 +134,16 @@ type CompressionSpec struct {
 	// tensor a message does not carry counts as zero in that round's aggregate. In
 	// [0, 64]; 0 and 1 send every tensor in every round.
 	DenseEvery int `toml:"dense_every" cbor:"14,keyasint,omitempty"`
+	// SharedRank, above 0, sends each matrix with at least as many rows as columns as
+	// coordinates on up to shared_rank directions of a basis every node derives from the
+	// last round's aggregate (compress.DeriveBases of the outer momentum buffer), columns
+	// values per direction instead of rows plus columns, besides rank_min private low-rank
+	// terms (more when the budget outlasts the basis); a matrix's private and shared ranks
+	// together stay within rank_max. It needs the outer step without the delay (outer.delay
+	// 0). In [0, 64]; 0 is off. It is compress.Config.SharedRank, measured by lowband bench
+	// train only: a node refuses a spec that sets it (node.NewParams), and shared
+	// coordinates from peers (compress.Limits.NoShared).
+	SharedRank int `toml:"shared_rank" cbor:"15,keyasint,omitempty"`
 }
 
 // DefaultMaxNorm is the shard norm bound of a spec that sets none: a sanity bound, far above
@@ -265,6 +275,7 @@ func (t *TrainingSpec) fill() {
 		if c.DenseEvery != 0 {
 			t.Compression.DenseEvery = c.DenseEvery
 		}
+		t.Compression.SharedRank = c.SharedRank
 	}
 	if t.Compression.FeedbackDecay == 0 {
 		t.Compression.FeedbackDecay = 1
@@ -326,6 +337,9 @@ func (t *TrainingSpec) validate() error {
 			return prefixKey(sub.key, sub.err)
 		}
 	}
+	if t.Compression.SharedRank > 0 && t.Outer.Delayed() != 0 {
+		return keyErr("compression.shared_rank", "%d needs outer.delay 0: a delayed node encodes before the aggregate its basis comes from", t.Compression.SharedRank)
+	}
 	return nil
 }
 
@@ -370,9 +384,11 @@ func (o *OuterOptSpec) validate() error {
 }
 
 // withoutBounds is c without the fields added after the first spec (feedback_decay,
-// max_norm, factor_bits, target_ratio, first_budget, dense_every), which fill on their own.
+// max_norm, factor_bits, target_ratio, first_budget, dense_every, shared_rank), which fill on
+// their own.
 func (c CompressionSpec) withoutBounds() CompressionSpec {
 	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio, c.FirstBudget, c.DenseEvery = 0, 0, 0, 0, 0, 0
+	c.SharedRank = 0
 	return c
 }
 
@@ -404,6 +420,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("first_budget", "%v: want 0 (none) or a multiple in [1, 16]", c.FirstBudget)
 	case c.DenseEvery < 0 || c.DenseEvery > 64:
 		return keyErr("dense_every", "%d not in [0, 64]", c.DenseEvery)
+	case c.SharedRank < 0 || c.SharedRank > 64:
+		return keyErr("shared_rank", "%d not in [0, 64]", c.SharedRank)
 	case !finite(c.MaxNorm) || c.MaxNorm <= 0 || c.MaxNorm > MaxMaxNorm:
 		return keyErr("max_norm", "%v: want a positive number at most %g", c.MaxNorm, float64(MaxMaxNorm))
 	}

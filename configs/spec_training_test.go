@@ -58,6 +58,9 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = math.Inf(1) }},
 		{"compression.dense_every", func(s *TrainingSpec) { s.Compression.DenseEvery = -1 }},
 		{"compression.dense_every", func(s *TrainingSpec) { s.Compression.DenseEvery = 65 }},
+		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = -1 }},
+		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = 65 }},
+		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = 16 }}, // with the default delay
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = 1e300 }}, // would let a round's aggregate overflow
@@ -114,5 +117,22 @@ func TestTrainingSpecDelayNormSliceErrorsNameLine(t *testing.T) {
 		if !errors.As(err, &ke) || ke.Key != tc.key || ke.File != "spec.toml" || ke.Line != strings.Count(head+tc.body, "\n") {
 			t.Errorf("%q: got %v, want %s at spec.toml:%d", tc.body, err, tc.key, strings.Count(head+tc.body, "\n"))
 		}
+	}
+}
+
+// compression.shared_rank is accepted without the delay and kept as written; a spec that
+// sets only it among the codec's fields still gets the default codec besides it.
+func TestSharedRankWithoutDelay(t *testing.T) {
+	s := DefaultTrainingSpec()
+	s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
+	s.Compression.SharedRank = 16
+	if err := s.validate(); err != nil || s.Compression.SharedRank != 16 {
+		t.Fatalf("shared rank 16 without the delay: %v, kept %d", err, s.Compression.SharedRank)
+	}
+	only := DefaultTrainingSpec()
+	only.Outer = s.Outer
+	only.Compression = CompressionSpec{SharedRank: 8}
+	if err := only.validate(); err != nil || only.Compression.SharedRank != 8 || only.Compression.RankMax != DefaultTrainingSpec().Compression.RankMax {
+		t.Fatalf("only shared_rank set: %v, %+v", err, only.Compression)
 	}
 }

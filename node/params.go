@@ -70,9 +70,14 @@ func NewParams(s *configs.Spec) (*Params, error) {
 		p.Shapes[t.Name] = t.Shape
 	}
 	c := s.Training.Compression
+	if c.SharedRank > 0 {
+		return nil, &configs.KeyError{Key: "training.compression.shared_rank",
+			Err: fmt.Errorf("%d: shared bases are measured by lowband bench train only; a node does not run them yet (0)", c.SharedRank)}
+	}
 	p.Limits = compress.Limits{MaxBytes: c.MaxShardBytes, MaxTensors: len(p.Shapes),
 		MaxElements: training.NumParams(m.Params()), MaxRank: c.RankMax,
-		NoSparse: true} // the spec has no codec field: every network's codec is low-rank
+		NoSparse: true, // the spec has no codec field: every network's codec is low-rank
+		NoShared: true} // and derives no shared bases (shared_rank is refused above)
 	if p.round, err = roundTemplate(s.Training); err != nil {
 		return nil, err
 	}

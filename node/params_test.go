@@ -280,6 +280,22 @@ func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 	}
 }
 
+// A spec with shared bases (measured by bench train only) is refused by the node, naming the
+// key, and a node's limits refuse shared coordinates from peers.
+func TestParamsRefuseSharedBases(t *testing.T) {
+	s := specFor(t, configs.TaskSynthetic)
+	if !mustParams(t, s).Limits.NoShared {
+		t.Fatal("a node's limits take shared coordinates from peers")
+	}
+	s.Training.Compression.SharedRank = 8
+	zero := 0
+	s.Training.Outer.Delay = &zero
+	var ke *configs.KeyError
+	if _, err := NewParams(s); !errors.As(err, &ke) || ke.Key != "training.compression.shared_rank" {
+		t.Fatalf("shared_rank 8: got %v", err)
+	}
+}
+
 // A target ratio gives the codec the byte budget compress.RatioBudget computes from the
 // model's shapes; a ratio whose budget cannot hold the dense tensors and the lowest ranks
 // is refused, naming the key.

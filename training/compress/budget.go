@@ -15,7 +15,7 @@ var ErrBudget = errors.New("byte budget too small")
 func (m *Message) PayloadBytes() int {
 	n := 0
 	for _, p := range m.pieces {
-		n += len(p.Codes) + len(p.Scales) + len(p.QCodes) + len(p.QScales)
+		n += len(p.Codes) + len(p.Scales) + len(p.QCodes) + len(p.QScales) + len(p.SCodes) + len(p.SScales)
 	}
 	return n
 }
@@ -71,6 +71,8 @@ func (e *Encoder) isLowRank(shape []int) bool {
 // due (due nil: all) take bytes. Nothing changes on error.
 func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 	var cs []rankChoice
+	var spill []int   // the private choices of matrices with a basis, in cs
+	var spillHi []int // and their highest ranks
 	dense, lowest := 0, 0
 	for i, t := range ts {
 		if !e.isLowRank(t.Shape) {
@@ -80,8 +82,16 @@ func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 			continue
 		}
 		c := e.choice(t, energy[i])
+		b := e.basisFor(t)
+		if b != nil {
+			spill, spillHi = append(spill, len(cs)), append(spillHi, c.hi)
+			c.hi = c.lo // the private terms stay at the lowest rank: the rest buys coordinates
+		}
 		lowest += c.lo * c.step
 		cs = append(cs, c)
+		if b != nil {
+			cs = append(cs, e.sharedChoice(t, b, c.lo))
+		}
 	}
 	total, debt := e.roundBudget(dense + lowest)
 	budget := total - dense
@@ -92,18 +102,67 @@ func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 	if err != nil {
 		return err
 	}
+	if len(spill) > 0 {
+		e.spillOver(cs, ranks, spill, spillHi, budget)
+	}
 	e.rounds, e.debt = e.rounds+1, debt
 	j := 0
 	for _, t := range ts {
 		if !e.isLowRank(t.Shape) {
 			continue
 		}
-		if st := e.stateFor(t); ranks[j] != st.lr.rank {
+		st := e.stateFor(t)
+		if ranks[j] != st.lr.rank {
 			st.lr.resize(ranks[j])
 		}
 		j++
+		st.srank = 0
+		if e.basisFor(t) != nil {
+			st.srank = ranks[j]
+			j++
+		}
 	}
 	return nil
+}
+
+// spillOver gives what the coordinates left of the budget (every basis used up) to more
+// private terms of the matrices with a basis, by the allocator's estimated energy per byte.
+func (e *Encoder) spillOver(cs []rankChoice, ranks, spill, spillHi []int, budget int) {
+	spent := 0
+	for i, c := range cs {
+		spent += ranks[i] * c.step
+	}
+	more := make([]rankChoice, len(spill))
+	base := 0
+	for k, i := range spill {
+		more[k] = cs[i]
+		more[k].lo, more[k].hi = ranks[i], max(ranks[i], min(spillHi[k], e.cfg.RankMax-ranks[i+1]))
+		base += ranks[i] * cs[i].step
+	}
+	extra, err := allocateRanks(more, budget-spent+base)
+	if err != nil { // not reachable: the ranks so far fit
+		return
+	}
+	for k, i := range spill {
+		ranks[i] = extra[k]
+	}
+}
+
+// sharedChoice describes tensor t's coordinates on its shared basis b for the allocator:
+// from none to all of the basis' columns (at most RankMax less the private rank, which
+// receivers bound together), each costing one column of cols codes and scales, its gain
+// the exact energy of its coordinates in this round's input.
+func (e *Encoder) sharedChoice(t Tensor, b *Basis, private int) rankChoice {
+	cols := t.Shape[1]
+	fb, _ := e.bits()
+	cb, sb := colsBytes(cols, 1, fb, e.cfg.BlockSize)
+	k := min(e.sharedMax(b), e.cfg.RankMax-private)
+	c := e.coordsOf(t, b)
+	gain := make([]float64, k)
+	for a := range gain {
+		gain[a] = sumSquares(c[a*cols : (a+1)*cols])
+	}
+	return rankChoice{lo: 0, hi: k, step: cb + sb, gain: gain}
 }
 
 // roundBudget is the budget of the next message and the debt left after it, given the

@@ -87,14 +87,16 @@ func (m *Message) valuesSumSquares() (float64, error) {
 // sumSquares returns the sum of squares of the piece's reconstructed values, reconstructing one
 // row at a time, and ErrNotFinite if any value is not finite.
 func (p *piece) sumSquares(block int) (float64, error) {
-	if p.Rank == 0 {
+	if !p.lowRank() {
 		buf := make([]float64, p.Hi-p.Lo)
 		if err := p.reconstruct(buf, block); err != nil {
 			return 0, err
 		}
 		return sumSquares(buf), nil
 	}
-	f := p.factors(block)
+	q := *p
+	q.basis = nil // shared terms are bounded below, not reconstructed
+	f := q.factors(block)
 	safe := f.bounded()
 	row := make([]float64, f.cols)
 	var ss float64
@@ -105,7 +107,40 @@ func (p *piece) sumSquares(block int) (float64, error) {
 		}
 		ss += sumSquares(row)
 	}
-	return ss, nil
+	if p.SRank == 0 {
+		return ss, nil
+	}
+	cs, err := p.sharedSumSquares(block)
+	if err != nil {
+		return 0, err
+	}
+	return sharedBound(ss, cs), nil
+}
+
+// sharedSumSquares is ‖C‖², the sum of squares of a piece's dequantised shared
+// coordinates, or ErrNotFinite.
+func (p *piece) sharedSumSquares(block int) (float64, error) {
+	cols := p.Shape[1]
+	c := make([]float64, cols*p.SRank)
+	dequantiseCols(c, p.SCodes, p.SScales, p.SRank, p.Bits, block)
+	if !allFinite(c) {
+		return 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
+	}
+	cs := sumSquares(c)
+	if math.IsInf(cs, 0) {
+		return 0, fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
+	}
+	return cs, nil
+}
+
+// sharedBound is what the content check counts for a piece with shared coordinates, whose
+// basis a shard alone does not give: (‖private terms‖ + ‖C‖)², with ss the private terms'
+// sum of squares and cs ‖C‖². The basis is orthonormal, so ‖U·C‖ is ‖C‖ (to rounding, which
+// normMargin covers), and the triangle inequality makes this at least the piece's own sum
+// of squares.
+func sharedBound(ss, cs float64) float64 {
+	r := math.Sqrt(ss) + math.Sqrt(cs)
+	return float64(r * r)
 }
 
 // Margins of surelyWithin. The sum of squares checkValues computes, and the one
@@ -131,7 +166,7 @@ func (m *Message) surelyWithin(maxNorm float64) bool {
 	var ss, slack float64
 	for i := range m.pieces {
 		p := &m.pieces[i]
-		if p.Rank == 0 {
+		if !p.lowRank() {
 			s, err := p.sumSquares(m.block)
 			if err != nil {
 				return false
@@ -139,9 +174,20 @@ func (m *Message) surelyWithin(maxNorm float64) bool {
 			ss += s
 			continue
 		}
-		s, e, ok := p.factors(m.block).gramSumSquares()
-		if !ok {
-			return false
+		q := *p
+		q.basis = nil
+		var s, e float64
+		if ok := true; q.Rank > 0 {
+			if s, e, ok = q.factors(m.block).gramSumSquares(); !ok {
+				return false
+			}
+		}
+		if p.SRank > 0 {
+			cs, err := p.sharedSumSquares(m.block)
+			if err != nil {
+				return false
+			}
+			s, e = sharedBound(s+e, cs), 0
 		}
 		ss, slack = ss+s, slack+e
 	}

@@ -82,6 +82,16 @@ type Config struct {
 	// ByteBudget holds (which it needs; DenseEvery must be at most 1), under the same error
 	// feedback. It exists to measure low-rank against top-k at equal bytes.
 	Codec string
+	// SharedRank, above 0, sends each low-rank matrix with at least as many rows as
+	// columns, in a round whose shared basis is known (Encoder.EncodeRoundShared, from
+	// DeriveBases), as coordinates on up to SharedRank columns of that basis (cols values
+	// each) plus RankMin private low-rank terms that let the basis move to new directions.
+	// Under a ByteBudget the allocator gives the private terms their bytes first, then
+	// spends the rest on coordinates by their exact energy per byte; without one every
+	// matrix sends all the basis' columns. A piece's private and shared ranks together stay
+	// within RankMax (a receiver's Limits.MaxRank bounds their sum). At most
+	// MaxSharedRank; the low-rank codec only.
+	SharedRank int
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -138,6 +148,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: top-k with dense every %d, no quantisation %v or first budget %v", ErrConfig, c.DenseEvery, c.NoQuant, c.FirstBudget)
 	case c.DenseEvery < 0 || c.DenseEvery > MaxDenseEvery:
 		return fmt.Errorf("%w: dense every %d not in [0, %d]", ErrConfig, c.DenseEvery, MaxDenseEvery)
+	case c.SharedRank < 0 || c.SharedRank > MaxSharedRank || c.SharedRank > 0 && c.Codec == CodecTopK:
+		return fmt.Errorf("%w: shared rank %d (want 0 to %d, with the low-rank codec)", ErrConfig, c.SharedRank, MaxSharedRank)
 	case c.FactorBits == 2 && c.BlockSize%4 != 0:
 		return fmt.Errorf("%w: block size %d with 2-bit factors (want a multiple of 4)", ErrConfig, c.BlockSize)
 	}

@@ -73,6 +73,9 @@ func (m *Message) layout(n int, tensorOf func(*piece) (int, error)) (target, fil
 	spans, names := make([][][2]int, n), make([]string, n)
 	for i := range m.pieces {
 		p := &m.pieces[i]
+		if p.SRank > 0 && p.basis == nil {
+			return nil, nil, fmt.Errorf("%w: tensor %q has shared coordinates and no basis bound (Message.WithBases)", ErrMalformed, p.Name)
+		}
 		k, err := tensorOf(p)
 		if err != nil {
 			return nil, nil, err

@@ -108,7 +108,7 @@ func (r *RangeReader) Read(lo, hi int, dst []float64) error {
 				return err
 			}
 			copy(out, vals[a-start:b-start])
-		} else if p.Rank == 0 {
+		} else if !p.lowRank() {
 			dequantiseRange(out, p.Codes, p.Scales, p.Bits, r.m.block, a-start)
 		} else {
 			r.lowRank(i, a-start, out)

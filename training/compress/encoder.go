@@ -26,6 +26,10 @@ type Encoder struct {
 	// the first one's extra budget (Config.FirstBudget) not yet repaid.
 	rounds uint64
 	debt   int
+	// bases are the shared bases of the message being encoded (EncodeRoundShared), coords
+	// the coordinates on them the allocator computed; both only during one encoding.
+	bases  Bases
+	coords map[string][]float64
 }
 
 type tensorState struct {
@@ -40,6 +44,8 @@ type tensorState struct {
 	pending, held bool
 	// input is ‖x‖² of the last round's input (for a held tensor: of its residual).
 	input float64
+	// srank is the number of shared coordinates sent in the last round (Config.SharedRank).
+	srank int
 }
 
 // TensorStats describes one tensor's last encoding.
@@ -56,6 +62,9 @@ type TensorStats struct {
 	// Input is ‖x‖² of the last round's input, x = delta + decayed residual: what
 	// Captured is a fraction of.
 	Input float64
+	// SharedRank is the number of shared-basis coordinates the last round sent
+	// (Config.SharedRank), besides Rank private terms.
+	SharedRank int
 }
 
 // NewEncoder validates cfg (filling defaults) and returns an Encoder with empty state.
@@ -87,6 +96,104 @@ func (e *Encoder) EncodeRound(r uint64, ts []Tensor) (*Message, error) {
 		shapes[i] = t.Shape
 	}
 	return e.encode(ts, e.cfg.Due(r, shapes))
+}
+
+// EncodeRoundShared is EncodeRound for a round whose shared bases are b (DeriveBases of the
+// aggregate every node holds when the round closes; nil or empty: none): with
+// Config.SharedRank above 0, every matrix with a basis in b is sent as coordinates on it
+// plus private low-rank terms. The receivers must bind the same bases to the message
+// (Message.WithBases) to decode it.
+func (e *Encoder) EncodeRoundShared(r uint64, ts []Tensor, b Bases) (*Message, error) {
+	e.bases, e.coords = b, map[string][]float64{}
+	defer func() { e.bases, e.coords = nil, nil }()
+	return e.EncodeRound(r, ts)
+}
+
+// basisFor is the shared basis tensor t is sent on in this encoding, or nil.
+func (e *Encoder) basisFor(t Tensor) *Basis {
+	if e.cfg.SharedRank == 0 || e.bases == nil || !e.isLowRank(t.Shape) || !sharedShape(t.Shape, e.cfg.MinLowRank) {
+		return nil
+	}
+	b := e.bases[t.Name]
+	if b == nil || b.Rows != t.Shape[0] || b.K < 1 || len(b.U) != b.Rows*b.K {
+		return nil
+	}
+	return b
+}
+
+// sharedMax is how many of b's columns a message may use.
+func (e *Encoder) sharedMax(b *Basis) int { return min(b.K, e.cfg.SharedRank) }
+
+// coordsOf returns C = Uᵀ·x (sharedMax rows of cols values) for tensor t's next input x
+// (delta plus the decayed residual, as addInput forms it), computed once per encoding.
+func (e *Encoder) coordsOf(t Tensor, b *Basis) []float64 {
+	if c := e.coords[t.Name]; c != nil {
+		return c
+	}
+	rows, cols, k := t.Shape[0], t.Shape[1], e.sharedMax(b)
+	var res []float64
+	beta := 1.0
+	if st := e.state[t.Name]; st != nil {
+		res, beta = st.residual, e.decayOf(st)
+	}
+	c := make([]float64, k*cols)
+	x := make([]float64, cols)
+	for i := 0; i < rows; i++ {
+		d := t.Data[i*cols : (i+1)*cols]
+		for j, v := range d {
+			x[j] = v
+			if res != nil {
+				x[j] = float64(beta*res[i*cols+j]) + v
+			}
+		}
+		u := b.U[i*b.K : i*b.K+k]
+		for a, ua := range u {
+			if ua == 0 {
+				continue
+			}
+			ca := c[a*cols : (a+1)*cols]
+			for j, v := range x {
+				ca[j] += ua * v
+			}
+		}
+	}
+	e.coords[t.Name] = c
+	return c
+}
+
+// encodeShared sends x (rows × cols, t's input) as s coordinates on b plus private terms
+// fitted to what the coordinates leave: the coordinates are quantised first, and the
+// private power iterations run on x minus their reconstruction.
+func (e *Encoder) encodeShared(t Tensor, st *tensorState, x []float64, b *Basis, s int) (piece, error) {
+	rows, cols := t.Shape[0], t.Shape[1]
+	bits, _ := e.bits()
+	c := e.coordsOf(t, b)[:s*cols]
+	nc, ns := colsBytes(cols, s, bits, e.cfg.BlockSize)
+	codes, scales := make([]byte, nc), make([]byte, ns)
+	if err := quantiseCols(codes, scales, c, s, bits, e.cfg.BlockSize); err != nil {
+		return piece{}, err
+	}
+	ch := make([]float64, s*cols)
+	dequantiseCols(ch, codes, scales, s, bits, e.cfg.BlockSize)
+	rest := slices.Clone(x)
+	for i := 0; i < rows; i++ {
+		ri := rest[i*cols : (i+1)*cols]
+		for a := 0; a < s; a++ {
+			ua := b.U[i*b.K+a]
+			if ua == 0 {
+				continue
+			}
+			for j, v := range ch[a*cols : (a+1)*cols] {
+				ri[j] -= ua * v
+			}
+		}
+	}
+	p, err := st.lr.factor(t.Name, rest, e.cfg.PowerIters, bits, e.cfg.BlockSize)
+	if err != nil {
+		return piece{}, err
+	}
+	p.SRank, p.SCodes, p.SScales, p.basis = s, codes, scales, b
+	return p, nil
 }
 
 // encode encodes the tensors of ts that are due (due nil: all) and accumulates the others.
@@ -201,15 +308,27 @@ func positive(shape []int) bool {
 // state.
 func (e *Encoder) encodeOne(t Tensor, energy float64) (piece, error) {
 	st := e.stateFor(t)
+	b := e.basisFor(t)
+	if b != nil && e.coords != nil {
+		e.coordsOf(t, b) // from the residual before addInput makes it the input
+	}
 	x := st.residual
 	e.addInput(st, x, t.Data)
 	st.pending, st.held = false, false
 	var p piece
 	var err error
-	if st.lr != nil {
+	if b != nil && e.cfg.ByteBudget == 0 {
+		st.srank = min(e.sharedMax(b), e.cfg.RankMax-st.lr.rank)
+	} else if b == nil {
+		st.srank = 0
+	}
+	switch {
+	case st.lr != nil && st.srank > 0:
+		p, err = e.encodeShared(t, st, x, b, st.srank)
+	case st.lr != nil:
 		bits, _ := e.bits()
 		p, err = st.lr.factor(t.Name, x, e.cfg.PowerIters, bits, e.cfg.BlockSize)
-	} else {
+	default:
 		p, err = e.dense(t, x)
 	}
 	if err != nil {
@@ -223,7 +342,7 @@ func (e *Encoder) encodeOne(t Tensor, energy float64) (piece, error) {
 // piece) (and, for a low-rank tensor, the gains and the next rank).
 func (e *Encoder) settle(st *tensorState, p piece, x []float64, energy float64) error {
 	var ex, er float64
-	if p.Rank > 0 && !p.Sparse {
+	if p.lowRank() {
 		var err error
 		ex = energy
 		if er, err = e.settleLowRank(p, x); err != nil {
@@ -327,7 +446,7 @@ func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))
 	for _, name := range e.order {
 		st := e.state[name]
-		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held, Input: st.input}
+		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held, Input: st.input, SharedRank: st.srank}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
 			s.Rank = st.lr.lastRank

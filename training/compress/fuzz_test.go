@@ -25,6 +25,17 @@ func FuzzDecodeShard(f *testing.F) {
 	f.Add(mustBytes(f, mustEncode(f, e2, []Tensor{randTensor(rng, "w", 1, 7, 5), randTensor(rng, "v", 1, 3)})))
 	e3 := mustEncoder(f, Config{Codec: CodecTopK, ByteBudget: 24, BlockSize: 8}) // sparse pieces
 	f.Add(mustBytes(f, mustEncode(f, e3, []Tensor{randTensor(rng, "w", 1, 7, 5), randTensor(rng, "v", 1, 300)})))
+	sc := Config{SharedRank: 3, MinLowRank: 16, RankMax: 2, FactorBits: 2, BlockSize: 8}
+	sw := rankK(rng, "w", 9, 6, 3)
+	sb, err := DeriveBases(sc, []Tensor{sw})
+	if err != nil {
+		f.Fatal(err)
+	}
+	sm, err := mustEncoder(f, sc).EncodeRoundShared(0, []Tensor{sw, randTensor(rng, "v", 1, 3)}, sb)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(mustBytes(f, sm))   // shared coordinates
 	many := manyPieces(f, 80) // one tensor in 80 pieces, in reverse order
 	f.Add(mustBytes(f, many))
 	many.pieces = append(many.pieces, many.pieces[40]) // and one overlap
@@ -40,6 +51,9 @@ func FuzzDecodeShard(f *testing.F) {
 		again, err := m.Bytes()
 		if err != nil || !bytes.Equal(again, data) {
 			t.Fatalf("accepted input does not re-encode to itself: %v", err)
+		}
+		if m, err = m.WithBases(fuzzBases(m)); err != nil {
+			t.Fatalf("binding bases of the pieces' own shapes: %v", err)
 		}
 		ts, err := m.Decode()
 		shapes := map[string][]int{}
@@ -63,4 +77,25 @@ func FuzzDecodeShard(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzBases gives every piece with shared coordinates a basis of its rows: the first
+// columns of the identity, orthonormal as a derived basis is.
+func fuzzBases(m *Message) Bases {
+	b := Bases{}
+	for _, p := range m.pieces {
+		if p.SRank == 0 {
+			continue
+		}
+		rows, k := p.Shape[0], p.SRank
+		if old := b[p.Name]; old != nil && old.K >= k {
+			continue
+		}
+		u := make([]float64, rows*k)
+		for c := 0; c < k; c++ {
+			u[c*k+c] = 1
+		}
+		b[p.Name] = &Basis{Rows: rows, K: k, U: u}
+	}
+	return b
 }

@@ -70,7 +70,7 @@ func (m *Message) Decode() ([]Tensor, error) {
 
 // span is the piece's range of row-major elements in the full tensor.
 func (p *piece) span() (lo, hi int) {
-	if p.Rank == 0 {
+	if !p.lowRank() {
 		return p.Lo, p.Hi
 	}
 	return p.Lo * p.Shape[1], p.Hi * p.Shape[1]
@@ -82,7 +82,7 @@ func (p *piece) reconstruct(dst []float64, block int) error {
 	if p.Sparse {
 		return p.reconstructSparse(dst, block)
 	}
-	if p.Rank == 0 {
+	if !p.lowRank() {
 		dequantise(dst, p.Codes, p.Scales, p.Bits, block)
 		if (p.Bits == bitsRaw || !scalesFinite(p.Scales)) && !finite(dst) {
 			return fmt.Errorf("%w: tensor %q", ErrNotFinite, p.Name)
@@ -100,6 +100,10 @@ func (p *piece) reconstruct(dst []float64, block int) error {
 	}
 	return nil
 }
+
+// lowRank reports whether the piece is low-rank: private factors (Rank) or shared
+// coordinates (SRank) or both; else it is dense or sparse.
+func (p *piece) lowRank() bool { return !p.Sparse && (p.Rank > 0 || p.SRank > 0) }
 
 // scalesFinite reports whether every bfloat16 scale is finite: then every dequantised
 // value, a code of at most 127 in magnitude times a scale of at most about 3.4e38, is
@@ -142,12 +146,53 @@ type factors struct {
 	pr      []float64 // one row of P
 }
 
+// A piece bound to a shared basis (Message.WithBases) has its SRank shared terms after its
+// Rank private ones: the basis' first SRank columns, rows Lo to Hi, as more columns of P,
+// and the coordinates as more rows of Qᵀ. A piece with shared terms and no basis bound
+// gets its private terms only.
 func (p *piece) factors(block int) *factors {
 	h, cols, r := p.Hi-p.Lo, p.Shape[1], p.Rank
-	f := &factors{h: h, cols: cols, p: make([]float64, h*r), qt: make([]float64, cols*r), pr: make([]float64, r)}
-	dequantiseCols(f.p, p.Codes, p.Scales, r, p.Bits, block)
-	dequantiseCols(f.qt, p.QCodes, p.QScales, r, p.Bits, block)
+	s := 0
+	if p.basis != nil {
+		s = p.SRank
+	}
+	f := &factors{h: h, cols: cols, p: make([]float64, h*(r+s)), qt: make([]float64, cols*(r+s)), pr: make([]float64, r+s)}
+	dequantiseCols(f.p[:h*r], p.Codes, p.Scales, r, p.Bits, block)
+	dequantiseCols(f.qt[:cols*r], p.QCodes, p.QScales, r, p.Bits, block)
+	if s > 0 {
+		b := p.basis
+		for c := 0; c < s; c++ {
+			pc := f.p[(r+c)*h : (r+c+1)*h]
+			for i := range pc {
+				pc[i] = b.U[(p.Lo+i)*b.K+c]
+			}
+		}
+		dequantiseCols(f.qt[cols*r:], p.SCodes, p.SScales, s, p.Bits, block)
+	}
 	return f
+}
+
+// WithBases returns m with each of its pieces that carries shared coordinates bound to its
+// matrix's basis in b, as the decoders need (Decode, DecodeInto, DecodeDue and the range
+// readers refuse a piece with shared coordinates and no basis). It fails with ErrMalformed
+// when such a piece's matrix has no basis in b, or one of other rows or fewer columns than
+// the piece's shared rank. m is not modified.
+func (m *Message) WithBases(b Bases) (*Message, error) {
+	out := *m
+	out.pieces = slices.Clone(m.pieces)
+	for i := range out.pieces {
+		p := &out.pieces[i]
+		p.basis = nil
+		if p.SRank == 0 {
+			continue
+		}
+		u := b[p.Name]
+		if u == nil || u.Rows != p.Shape[0] || u.K < p.SRank || len(u.U) != u.Rows*u.K {
+			return nil, fmt.Errorf("%w: tensor %q has %d shared coordinates and no basis for them", ErrMalformed, p.Name, p.SRank)
+		}
+		p.basis = u
+	}
+	return &out, nil
 }
 
 // row writes row i of P·Qᵀ into dst.

@@ -162,6 +162,9 @@ func codesCanonical(codes []byte, n, bits int) bool {
 // bytes), so no block mixes two columns. A dense piece is the case ncol = 1.
 
 func quantiseCols(codes, scales []byte, vals []float64, ncol, bits, block int) error {
+	if ncol == 0 {
+		return nil
+	}
 	n := len(vals) / ncol
 	cb, sb := codeBytes(n, bits), scaleBytes(n, bits, block)
 	for k := 0; k < ncol; k++ {
@@ -173,6 +176,9 @@ func quantiseCols(codes, scales []byte, vals []float64, ncol, bits, block int) e
 }
 
 func dequantiseCols(out []float64, codes, scales []byte, ncol, bits, block int) {
+	if ncol == 0 {
+		return
+	}
 	n := len(out) / ncol
 	cb, sb := codeBytes(n, bits), scaleBytes(n, bits, block)
 	for k := 0; k < ncol; k++ {

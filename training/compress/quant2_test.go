@@ -108,7 +108,7 @@ func TestFactorBits2DoublesRankInBudget(t *testing.T) {
 				t.Fatalf("%d-bit factors: joined shards differ from the message (%v)", fb, err)
 			}
 		}
-		rank[fb] = e.Stats()[1].Rank
+		rank[fb] = statOf(t, e, "w").Rank
 	}
 	if rank[2] < 2*rank[4]-1 {
 		t.Fatalf("rank %d with 2-bit factors, %d with 4-bit", rank[2], rank[4])
@@ -139,4 +139,16 @@ func TestDecodeShardRefusesBad2Bit(t *testing.T) {
 			t.Errorf("%s: got %v", name, err)
 		}
 	}
+}
+
+// statOf is the encoder's statistics of tensor name.
+func statOf(t *testing.T, e *Encoder, name string) TensorStats {
+	t.Helper()
+	for _, s := range e.Stats() {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no statistics of %q", name)
+	return TensorStats{}
 }

@@ -114,6 +114,9 @@ func (m *Message) split(p piece, budget int) ([]piece, error) {
 		return nil, fmt.Errorf("%w: tensor %q cannot be split under a %d-byte shard", ErrTooLarge, p.Name, budget+envelope)
 	}
 	cb, sb := colsBytes(step, p.ncol(), p.Bits, m.block)
+	if cb+sb == 0 { // shared coordinates only: no part of the piece grows with its rows
+		return []piece{p}, nil
+	}
 	k := (budget - fixed) / (cb + sb) // steps per slice beyond the first
 	var out []piece
 	for lo := p.Lo; lo < p.Hi; {
@@ -133,7 +136,12 @@ func (m *Message) split(p piece, budget int) ([]piece, error) {
 }
 
 // ncol is the number of stored columns in Codes: the rank for low-rank pieces, else 1.
-func (p *piece) ncol() int { return max(p.Rank, 1) }
+func (p *piece) ncol() int {
+	if p.lowRank() {
+		return p.Rank
+	}
+	return 1
+}
 
 // slice returns units [lo, hi) of p (absolute rows or elements); lo-p.Lo must be a multiple
 // of the block size, and so must hi-p.Lo unless hi = p.Hi.
@@ -186,7 +194,8 @@ func Join(parts []*Message) (*Message, error) {
 func mergeable(a, b piece, block int) bool {
 	return !a.Sparse && !b.Sparse && a.Name == b.Name && slices.Equal(a.Shape, b.Shape) && a.Rank == b.Rank && a.Bits == b.Bits &&
 		a.Hi == b.Lo && (a.Hi-a.Lo)%block == 0 &&
-		bytes.Equal(a.QCodes, b.QCodes) && bytes.Equal(a.QScales, b.QScales)
+		bytes.Equal(a.QCodes, b.QCodes) && bytes.Equal(a.QScales, b.QScales) &&
+		a.SRank == b.SRank && bytes.Equal(a.SCodes, b.SCodes) && bytes.Equal(a.SScales, b.SScales)
 }
 
 // merge joins two mergeable pieces column by column.

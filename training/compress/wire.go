@@ -31,6 +31,9 @@ type Limits struct {
 	// takes none, since a sparse piece of no index covers a whole tensor in a few bytes and
 	// a receiver reconstructs it whole.
 	NoSparse bool
+	// NoShared refuses pieces of shared coordinates (Config.SharedRank): a network that
+	// derives no shared bases can bind none to them, so none is taken from a peer.
+	NoShared bool
 }
 
 // DefaultLimits accepts any shard this package produces for models of up to 32M parameters.
@@ -54,6 +57,14 @@ type piece struct {
 	// so their encoding is unchanged.
 	Sparse bool   `cbor:"11,keyasint,omitempty"`
 	Idx    []byte `cbor:"12,keyasint,omitempty"`
+	// Shared coordinates (Config.SharedRank; see basis.go): SRank columns of the matrix's
+	// shared basis, and their coordinates C = Uᵀ·x stored like Q (SRank columns of cols
+	// values, whole in every row slice). Absent from every other piece.
+	SRank   int    `cbor:"13,keyasint,omitempty"`
+	SCodes  []byte `cbor:"14,keyasint,omitempty"`
+	SScales []byte `cbor:"15,keyasint,omitempty"`
+	// basis is the shared basis bound to the piece by Message.WithBases (never encoded).
+	basis *Basis
 }
 
 type wireMessage struct {
@@ -153,6 +164,9 @@ func (m *Message) validate(lim Limits) error {
 		if lim.NoSparse && m.pieces[i].Sparse {
 			return fmt.Errorf("tensor %d %q: %w: a sparse piece in a network of the low-rank codec", i, m.pieces[i].Name, ErrMalformed)
 		}
+		if lim.NoShared && m.pieces[i].SRank != 0 {
+			return fmt.Errorf("tensor %d %q: %w: shared coordinates in a network without shared bases", i, m.pieces[i].Name, ErrMalformed)
+		}
 		n, err := m.pieces[i].validate(m.block, maxRank)
 		if err != nil {
 			return fmt.Errorf("tensor %d %q: %w", i, m.pieces[i].Name, err)
@@ -189,8 +203,14 @@ func (p *piece) validate(block, maxRank int) (int, error) {
 	if p.Bits != bits4 && p.Bits != bits8 && p.Bits != bits2 {
 		return 0, fmt.Errorf("%w: code width %d", ErrMalformed, p.Bits)
 	}
-	if p.Bits == bits2 && (p.Rank == 0 || block%4 != 0) {
+	if p.Bits == bits2 && (!p.lowRank() || block%4 != 0) {
 		return 0, fmt.Errorf("%w: 2-bit codes for a dense piece or with block size %d", ErrMalformed, block)
+	}
+	if p.Rank < 0 || p.SRank < 0 {
+		return 0, fmt.Errorf("%w: rank %d, shared rank %d", ErrMalformed, p.Rank, p.SRank)
+	}
+	if !p.lowRank() && (p.SRank != 0 || len(p.SCodes) != 0 || len(p.SScales) != 0) {
+		return 0, fmt.Errorf("%w: shared coordinates in a dense or sparse piece", ErrMalformed)
 	}
 	if p.Sparse {
 		return n, p.checkSparse(n, block)
@@ -198,7 +218,7 @@ func (p *piece) validate(block, maxRank int) (int, error) {
 	if len(p.Idx) != 0 {
 		return 0, fmt.Errorf("%w: indices in a piece that is not sparse", ErrMalformed)
 	}
-	if p.Rank == 0 {
+	if !p.lowRank() {
 		return n, p.checkDense(n, block)
 	}
 	return n, p.checkLowRank(block, maxRank)
@@ -222,6 +242,9 @@ func (p *piece) checkLowRank(block, maxRank int) error {
 	if p.Rank < 1 || p.Rank > maxRank || p.Rank > min(rows, cols) {
 		return fmt.Errorf("%w: rank %d for %dx%d", ErrMalformed, p.Rank, rows, cols)
 	}
+	if p.SRank < 0 || p.SRank > MaxSharedRank || p.SRank > maxRank-p.Rank || p.SRank > cols || p.SRank > 0 && rows < cols {
+		return fmt.Errorf("%w: shared rank %d with rank %d for %dx%d", ErrMalformed, p.SRank, p.Rank, rows, cols)
+	}
 	if p.Lo < 0 || p.Hi <= p.Lo || p.Hi > rows {
 		return fmt.Errorf("%w: row range [%d, %d) of %d", ErrMalformed, p.Lo, p.Hi, rows)
 	}
@@ -230,6 +253,9 @@ func (p *piece) checkLowRank(block, maxRank int) error {
 	}
 	if err := checkCodes(p.QCodes, p.QScales, cols, p.Rank, p.Bits, block); err != nil {
 		return fmt.Errorf("Q: %w", err)
+	}
+	if err := checkCodes(p.SCodes, p.SScales, cols, p.SRank, p.Bits, block); err != nil {
+		return fmt.Errorf("shared coordinates: %w", err)
 	}
 	return nil
 }

@@ -23,6 +23,9 @@ func New(cfg Config, st State) (*Machine, error) {
 	if !validStartPoint(cfg) {
 		return nil, fmt.Errorf("round: start point %q with delay %d and mix %v (want %q, or %q with delay 1 and a mix in [0, 1])", cfg.StartPoint, cfg.Delay, cfg.StartMix, StartGlobal, StartEager)
 	}
+	if cfg.Compress.SharedRank > 0 && cfg.Delay != 0 {
+		return nil, fmt.Errorf("round: shared bases (compression shared rank %d) need delay 0", cfg.Compress.SharedRank)
+	}
 	if cfg.Window == 0 {
 		cfg.Window = 1
 	}
@@ -127,7 +130,11 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 		ts[i] = compress.Tensor(t)
 	}
 	m.begin(PhaseEncode)
-	msg, err := m.enc.EncodeRound(r, ts)
+	bases, err := m.sharedBases()
+	var msg *compress.Message
+	if err == nil {
+		msg, err = m.enc.EncodeRoundShared(r, ts, bases)
+	}
 	var shards []compress.Shard
 	if err == nil {
 		shards, err = msg.Shards()
@@ -233,11 +240,21 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	// replaces.
 	theta, outer := slices.Clone(m.theta), m.outer
 	outer.SetMomentumBuffer(m.outer.MomentumBuffer())
-	total, included, rejected, dropped, err := closeStep(m.cfg, &m.layout, theta, &outer, r, cs, weight)
+	var bases compress.Bases
+	var err error
+	if m.cfg.Compress.SharedRank > 0 {
+		m.begin(PhaseDecode)
+		bases, err = m.sharedBases()
+		m.end(PhaseDecode)
+		if err != nil {
+			return Ready{}, err
+		}
+	}
+	total, included, rejected, dropped, err := closeStep(m.cfg, &m.layout, theta, &outer, r, cs, weight, bases)
 	if err != nil {
 		return Ready{}, err
 	}
-	m.theta, m.outer = theta, outer
+	m.theta, m.outer, m.bases = theta, outer, nil
 	m.noteShare(total)
 	delete(m.contrib, r)
 	m.nextClose = r + 1
@@ -266,6 +283,7 @@ func (m *Machine) Reset(st State) error {
 	}
 	m.theta = training.Flatten(st.Params)
 	m.outer.SetMomentumBuffer(st.Momentum)
+	m.bases = nil
 	if st.Momentum == nil {
 		m.outer = training.Nesterov{LR: m.cfg.OuterLR, Momentum: m.cfg.Momentum}
 	}
@@ -279,4 +297,21 @@ func (m *Machine) Reset(st State) error {
 		}
 	}
 	return nil
+}
+
+// sharedBases returns the shared bases of the next round to close (sharedBases of the
+// momentum), derived once per closed state: with delay 0 the round of the local work
+// just done.
+func (m *Machine) sharedBases() (compress.Bases, error) {
+	if m.cfg.Compress.SharedRank == 0 {
+		return nil, nil
+	}
+	if m.bases == nil {
+		b, err := sharedBases(m.cfg, &m.layout, m.outer.MomentumBuffer())
+		if err != nil {
+			return nil, err
+		}
+		m.bases = &b
+	}
+	return *m.bases, nil
 }

@@ -123,4 +123,5 @@ type Machine struct {
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
+	bases     *compress.Bases // the shared bases of round nextClose, once derived (nil: not yet)
 }

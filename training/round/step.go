@@ -106,7 +106,11 @@ func Step(cfg Config, st State, contribs []Contribution, weights map[string]floa
 	if st.Momentum != nil {
 		outer.SetMomentumBuffer(st.Momentum)
 	}
-	_, included, rejected, dropped, err := closeStep(cfg, &lay, theta, &outer, st.Round, cs, weightOf(weights))
+	bases, err := sharedBases(cfg, &lay, st.Momentum)
+	if err != nil {
+		return State{}, Closed{}, err
+	}
+	_, included, rejected, dropped, err := closeStep(cfg, &lay, theta, &outer, st.Round, cs, weightOf(weights), bases)
 	if err != nil {
 		return State{}, Closed{}, err
 	}
@@ -130,7 +134,10 @@ func weightOf(weights map[string]float64) func(Contribution) float64 {
 // the outer step. It returns the total weight included, the peers included, those whose
 // contribution failed to decode (or broke the norm bound) and those of the included the
 // rule left out whole. With nothing included, theta and outer are left as they are.
-func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64) (total float64, included, rejected, dropped []string, err error) {
+//
+// With Config.Compress.SharedRank above 0, bases are the round's shared bases
+// (sharedBases of the momentum before the step), bound to every message before it is read.
+func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nesterov, r uint64, cs []Contribution, weight func(Contribution) float64, bases compress.Bases) (total float64, included, rejected, dropped []string, err error) {
 	var in []aggregate.Source
 	buf := make([]float64, min(lay.size, checkChunk))
 	due := cfg.Compress.Due(r, lay.shapeList()) // a tensor not due in r is zero in every input
@@ -140,9 +147,16 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 			continue
 		}
 		begin(cfg.Meter, PhaseDecode)
-		rd, err := lay.reader(c.Msg, maxNorm(cfg), buf, due)
+		msg, berr := c.Msg, error(nil)
+		if cfg.Compress.SharedRank > 0 {
+			msg, berr = c.Msg.WithBases(bases)
+		}
+		var rd *compress.RangeReader
+		if berr == nil {
+			rd, berr = lay.reader(msg, maxNorm(cfg), buf, due)
+		}
 		end(cfg.Meter, PhaseDecode)
-		if err != nil {
+		if berr != nil {
 			rejected = append(rejected, c.Peer)
 			continue
 		}
@@ -210,4 +224,24 @@ func (l *layout) reader(msg *compress.Message, bound float64, buf []float64, due
 		return nil, fmt.Errorf("%w: norm %g over %g", ErrInvalid, math.Sqrt(ss), bound)
 	}
 	return rd, nil
+}
+
+// sharedBases is the shared bases of the round that closes on a state with this outer
+// momentum buffer (compress.DeriveBases of it, read as the model's tensors): with momentum
+// 0 the buffer is the last round's aggregate, else its moving sum, in both cases a pure
+// function of the state every node agrees on. None without Config.Compress.SharedRank or
+// before the first outer step.
+func sharedBases(cfg Config, lay *layout, momentum []float64) (compress.Bases, error) {
+	if cfg.Compress.SharedRank == 0 || len(momentum) != lay.size {
+		return nil, nil
+	}
+	ts := make([]compress.Tensor, len(lay.like))
+	for i, t := range lay.views(momentum) {
+		ts[i] = compress.Tensor(t)
+	}
+	b, err := compress.DeriveBases(cfg.Compress, ts)
+	if err != nil {
+		return nil, fmt.Errorf("round: shared bases: %w", err)
+	}
+	return b, nil
 }

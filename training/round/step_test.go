@@ -22,7 +22,19 @@ func floatBits(xs []float64) []byte {
 // on a machine holding them, round after round (so with momentum), and leaves its input
 // alone.
 func TestStepEqualsCloseWithBitForBit(t *testing.T) {
+	stepEqualsCloseWith(t, testConfig("a", 0))
+}
+
+// The same with shared bases (compress.Config.SharedRank), which Step derives from its
+// state's momentum as the machine does from its own.
+func TestStepEqualsCloseWithSharedBases(t *testing.T) {
 	cfg := testConfig("a", 0)
+	cfg.Compress.SharedRank, cfg.Compress.ByteBudget = 4, 600
+	stepEqualsCloseWith(t, cfg)
+}
+
+func stepEqualsCloseWith(t *testing.T, cfg Config) {
+	t.Helper()
 	m := newMachine(t, cfg, testTheta(4))
 	weights := map[string]float64{"a": 1, "b": 2, "c": 0.5, "z": 3} // d absent: left out
 	start, err := m.Start()
