@@ -62,7 +62,7 @@ type SwarmResult struct {
 
 	// With adversaries: each one, how many adversaries every honest node slashed, how
 	// many honest peers any honest node slashed, and how many contributions of a kind
-	// refused by rule (node.BadFrom) an honest node aggregated (must be 0).
+	// refused by rule (node.BadIn) an honest node aggregated (must be 0).
 	Adversaries      []SwarmAdversary `json:"adversaries,omitempty"`
 	SlashedCorrectly *int             `json:"slashed_correctly,omitempty"`
 	HonestSlashed    *int             `json:"honest_slashed,omitempty"`
@@ -160,7 +160,6 @@ func fillAdversaries(res *SwarmResult, nodes, honest []swarmNode) {
 			continue
 		}
 		sa := SwarmAdversary{Kind: a.adversary, PeerID: a.peer}
-		from, refused := node.BadFrom(a.adversary)
 		for _, h := range honest {
 			if slices.Contains(h.st.Slashed, a.peer) {
 				sa.SlashedBy++
@@ -168,7 +167,7 @@ func fillAdversaries(res *SwarmResult, nodes, honest []swarmNode) {
 			for _, r := range measured(h.st, res.Rounds) {
 				if slices.Contains(r.Included, a.peer) && !slices.Contains(r.Filtered, a.peer) { // filtered: aggregated with no weight
 					sa.Aggregated++
-					if refused && r.Round >= from {
+					if node.BadIn(a.adversary, r.Round) {
 						bad++
 					}
 				}

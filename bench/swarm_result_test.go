@@ -7,13 +7,11 @@ import (
 )
 
 // TestSwarmAdversaryCounts: from hand-made statuses, an equivocator slashed by both honest
-// nodes counts as slashed correctly, its aggregate before it equivocates is not bad and
-// the one after is, and an honest peer slashed by one honest node counts once.
+// nodes counts as slashed correctly, its aggregates before and after the round it
+// equivocates in are not bad and the one of that round is, one filtered out whole is not
+// aggregated, and an honest peer slashed by one honest node counts once.
 func TestSwarmAdversaryCounts(t *testing.T) {
-	from, ok := node.BadFrom(node.AdvEquivocate)
-	if !ok {
-		t.Fatal("equivocate is not refused by rule")
-	}
+	from := node.EquivocatesIn()
 	rounds := func(included ...[]string) []node.RoundStatus {
 		out := make([]node.RoundStatus, len(included))
 		for i, in := range included {
@@ -32,13 +30,15 @@ func TestSwarmAdversaryCounts(t *testing.T) {
 	}
 	// Listed but left out whole by the aggregation rule: not aggregated.
 	nodes[3].st.Rounds[from+1].Included, nodes[3].st.Rounds[from+1].Filtered = []string{"eq"}, []string{"eq"}
+	// After the round it equivocated in, its contributions are valid until it is jailed.
+	nodes[2].st.Rounds[from+1].Included = []string{"eq"}
 	res := &SwarmResult{Nodes: 4, Rounds: int(from) + 2}
 	fillSwarm(res, nodes, 1)
 	if res.SlashedCorrectly == nil || *res.SlashedCorrectly != 1 || *res.HonestSlashed != 1 || *res.BadAggregated != 1 {
 		t.Fatalf("slashed correctly %v, honest slashed %v, bad aggregated %v; want 1, 1, 1", res.SlashedCorrectly, res.HonestSlashed, res.BadAggregated)
 	}
-	if a := res.Adversaries[0]; a.SlashedBy != 2 || a.Aggregated != 2 {
-		t.Errorf("equivocator slashed by %d, aggregated %d times; want 2, 2", a.SlashedBy, a.Aggregated)
+	if a := res.Adversaries[0]; a.SlashedBy != 2 || a.Aggregated != 3 {
+		t.Errorf("equivocator slashed by %d, aggregated %d times; want 2, 3", a.SlashedBy, a.Aggregated)
 	}
 	if a := res.Adversaries[1]; a.SlashedBy != 0 || a.Aggregated != 0 {
 		t.Errorf("sign-flipper slashed by %d, aggregated %d times; want 0, 0", a.SlashedBy, a.Aggregated)

@@ -1,17 +1,21 @@
 package node
 
-// BadFrom reports, for an adversary kind whose contributions are refused by rule rather
-// than bounded by the aggregation, the first round from which every contribution it sends
-// is bad: nan, forged-attestation and replay from round 0 (a replaying node never sends a
-// contribution of the current round), equivocate from the round it equivocates in. For
-// the statistical kinds and stale, free-ride and silent it returns false: what they send
-// is well formed and may be aggregated.
-func BadFrom(kind string) (round uint64, ok bool) {
+// BadIn reports whether a contribution that an adversary of kind sends for round r is bad
+// by rule, refused rather than bounded by the aggregation: every one of nan,
+// forged-attestation and replay (a replaying node never sends a contribution of the
+// current round), and equivocate's of the round it equivocates in (its contributions of
+// the other rounds are valid, and count until the record that penalises it jails it). The
+// statistical kinds and stale, free-ride and silent send nothing bad by rule: what they
+// send is well formed and may be aggregated.
+func BadIn(kind string, r uint64) bool {
 	switch kind {
 	case AdvNaN, AdvForged, AdvReplay:
-		return 0, true
+		return true
 	case AdvEquivocate:
-		return equivocateAt, true
+		return r == equivocateAt
 	}
-	return 0, false
+	return false
 }
+
+// EquivocatesIn is the round an equivocate adversary equivocates in.
+func EquivocatesIn() uint64 { return equivocateAt }
