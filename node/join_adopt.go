@@ -13,6 +13,7 @@ import (
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/checkpoint"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/verify"
 )
@@ -171,9 +172,18 @@ func (n *Node) adopt(got *joined, j *joiner, began time.Time) error {
 // start, then each round replayed with its shards (Store.StartAt on a store at genesis),
 // or, with jump, all of it in place of the store's rounds in one transaction
 // (Store.JumpTo on a store behind the peers or off their lineage; without a checkpoint
-// the lineage starts at genesis); then the ledger pointer is swapped.
+// the lineage starts at genesis); then the ledger pointer is swapped. Each round is kept
+// with its record signed by the node as a committed record (never a vote), so that it
+// answers peers asking what it committed, and an audit checks it, from the start.
 func (n *Node) storeJoined(got *joined, jump bool) error {
 	st := n.ledger.st
+	for i := range got.rounds { // what it now holds, signed as committed (not votes), as a repair does
+		signed, err := n.signedOf(&core.Commit{Record: got.rounds[i].Record}, n.train.key)
+		if err != nil {
+			return err
+		}
+		got.rounds[i].Signed = signed
+	}
 	var m *checkpoint.Manifest
 	var chunks [][]byte
 	if got.ckpt != nil {
@@ -194,7 +204,7 @@ func (n *Node) storeJoined(got *joined, jump bool) error {
 			}
 		}
 		for _, r := range got.rounds {
-			if err := st.Commit(r.Record, r.State, r.Events, r.Shards...); err != nil {
+			if err := st.CommitRound(r); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/p2p/p2ptest"
 )
 
@@ -114,10 +115,21 @@ func TestNodeOffLineageAtThePeersHeadRewinds(t *testing.T) {
 		if int64(st.Resyncs) < cycle || st.LastResync == nil || st.LastResync.Replaced == 0 || st.LastResync.To <= from {
 			t.Fatalf("cut %d: back on the others' root at round %d without replacing its own rounds: %+v %+v", cycle, back, st, st.LastResync)
 		}
-		// Every round it closed alone is now theirs.
+		// Every round it closed alone is now theirs, kept with the record it now holds signed by
+		// it as a committed record (not a vote), which it serves to peers asking what it
+		// committed and an audit checks.
 		for r := from + 1; r <= alone && r <= back; r++ {
 			if want := majorityRoot(t, others, r); !bytes.Equal(storedRoot(t, cut, r), want) {
 				t.Errorf("round %d, closed alone before the rewind: root %x, the others hold %x", r, storedRoot(t, cut, r), want)
+			}
+			data, err := cut.ledger.st.Signed(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := cut.ledger.st.Record(r)
+			sr, inner, err := incentives.DecodeSignedRecord(data)
+			if err != nil || sr.IsVote() || sr.Signer != cut.ID().String() || sr.Verify() != nil || !bytes.Equal(inner.Marshal(), rec.Marshal()) {
+				t.Errorf("round %d, replaced by the rewind: kept signed record of %d bytes (%v) is not the node's committed record of it", r, len(data), err)
 			}
 		}
 		t.Logf("cut %d: back on the others' root at round %d; %+v", cycle, back, *st.LastResync)
