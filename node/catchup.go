@@ -68,10 +68,7 @@ func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Durati
 			n.log.Info("catching up: the peers are not past this node, nor on another lineage", "round", rp.state.Round, "peers_head", h, "peers", len(j.peers))
 			return caughtUp{}, nil
 		}
-		if h+1 < rp.state.Round { // ahead of them: wait until they reach its head
-			h, ok = j.waitHead(ctx, rp, wait)
-		}
-		if !ok {
+		if h, ok = j.waitHead(ctx, rp, wait); !ok {
 			n.log.Warn("catching up: off the peers' lineage, and they did not reach this node's head: starting from the committed state", "round", rp.state.Round, "waited", wait)
 			return caughtUp{}, nil
 		}
