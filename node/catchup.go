@@ -127,7 +127,10 @@ func (j *joiner) offLineage(ctx context.Context, rp resumePoint, h uint64) bool 
 // waitHead waits at most wait for peers carrying a majority of the voting power (by rp's
 // ledger) to reach rp's head, the last round the node closed (a node off their lineage a
 // round or two ahead of them: replacing its rounds with theirs must not take it back to a
-// round it closed, voted on and contributed to), and returns their head.
+// round it closed, voted on and contributed to), and returns their head as they answer
+// now. A node at their head asks too: the catch-up must go by their current head, which
+// has usually moved on since the first ask (without it the rewind test's node did not
+// resync in a minute).
 func (j *joiner) waitHead(ctx context.Context, rp resumePoint, wait time.Duration) (uint64, bool) {
 	until := time.Now().Add(wait)
 	for ctx.Err() == nil && time.Now().Before(until) {
