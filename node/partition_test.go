@@ -155,8 +155,12 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 	}
 	t.Logf("%s: let back; the others closed rounds %d to %d, %v without it; it closed up to %d", time.Now().Format("15:04:05.000"), start+1, restored, missed, alone)
 
-	// Within 2 rounds: before most others close round restored+3, the node holds the
-	// root most of them hold for the last round both closed, from restored on.
+	// Within 2 rounds: before it and most others close round restored+3, the node holds
+	// the root most of them hold for the last round both closed, from restored on. The
+	// rounds are the node's as much as the others': on a loaded machine the others close a
+	// round in about a second while the node, which has the rounds it missed to close again,
+	// lags one behind. However loaded, the others closing restored+7 without it back ends
+	// the wait.
 	var at uint64
 	poll("the cut node back on the others' root", func() bool {
 		f := medianHead(others)
@@ -167,7 +171,7 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 				return true
 			}
 		}
-		if f > restored+2 {
+		if min(h, f) > restored+2 || f > restored+6 {
 			for _, n := range swarm {
 				h, _ := head(n)
 				t.Logf("%s %s: head %d", time.Now().Format("15:04:05.000"), n.ID(), h)
@@ -177,8 +181,8 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 					t.Log(l)
 				}
 			}
-			t.Fatalf("the others closed rounds %d to %d since the node was let back, and it does not hold their root: agreement %+v",
-				restored+1, f, cut.train.loop.Agreement())
+			t.Fatalf("the others closed rounds %d to %d since the node was let back, it closed up to %d, and it does not hold their root: agreement %+v, last resync %+v",
+				restored+1, f, h, cut.train.loop.Agreement(), cut.lastResync.Load())
 		}
 		return false
 	})
@@ -188,6 +192,9 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 	// repaired; one it closed only after it was let back it settles at its close, with the
 	// others' records already in (no repair).
 	closedAlone := alone >= missed[0]
+	if rs := cut.lastResync.Load(); rs != nil {
+		t.Errorf("the node resynced (%+v): a repair in its window should have brought it back", *rs)
+	}
 	if closedAlone && a.Repairs == 0 {
 		t.Errorf("the node closed round %d alone and holds the others' root without having repaired a round", alone)
 	}

@@ -64,8 +64,10 @@ type ResyncStatus struct {
 func (n *Node) runTraining(ctx context.Context) error {
 	d := n.train.params.Deadline
 	every := min(max(probeMin, d.Min), probeEvery)
-	// A repair in flight gets deadline_max (at least two looks) before a divergence counts.
-	strikes := max(2, int((d.Max+every-1)/every))
+	// A repair in flight gets deadline_max before a divergence counts: the first look that
+	// finds it may come at once, so it takes ceil(deadline_max / every) more (at least two
+	// looks in all).
+	strikes := int((d.Max+every-1)/every) + 1
 	wait := every
 	for {
 		lctx, stop := context.WithCancelCause(ctx)
