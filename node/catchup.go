@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -116,12 +117,31 @@ func (j *joiner) offLineage(ctx context.Context, rp resumePoint, h uint64) bool 
 		return false
 	}
 	r := min(h, rp.state.Round-1)
-	rec, _, err := j.majority(ctx, r, rp.ledger)
+	rec, err := j.lineageOf(ctx, r, rp.ledger)
 	if err != nil {
 		return false
 	}
 	own, err := j.n.ledger.st.Record(r)
 	return err == nil && own != nil && !bytes.Equal(own.Marshal(), rec.Marshal())
+}
+
+// lineageOf is the record of round r that peers carrying a majority of the voting power
+// by led committed. When there is none, but the peers that answered carry a majority
+// together (three equal stakes on three lineages, or two halves on two), it is the record
+// of most power among theirs, ties to the signer of least peer ID (pluralityOf): its signers are the
+// lineage the catch-up then follows (j.follow) through the rounds no majority committed,
+// so that nodes split for good, each on a lineage of its own, end on one.
+func (j *joiner) lineageOf(ctx context.Context, r uint64, led *incentives.State) (*incentives.Record, error) {
+	heads := j.committed(ctx, r)
+	rec, _, err := majorityOf(heads, led, r)
+	j.follow = nil
+	if errors.Is(err, errNoMajority) {
+		var signers []peer.ID
+		if rec, signers, err = pluralityOf(heads, led, r); err == nil {
+			j.follow = signers
+		}
+	}
+	return rec, err
 }
 
 // waitHead waits at most wait for peers carrying a majority of the voting power (by rp's
@@ -267,7 +287,16 @@ func (n *Node) jump(ctx context.Context, rp resumePoint, h uint64, j *joiner) (u
 	if rewind && !j.offLineage(ctx, rp, h) {
 		return 0, fmt.Errorf("no checkpoint past round %d to sync, and the node's head is on its peers' lineage", rp.state.Round)
 	}
-	got, err := j.run(ctx, h)
+	if rewind && j.follow != nil {
+		// Following a lineage no majority committed: start from a checkpoint a majority
+		// did (the last before the split), so that what it vouches for stays theirs.
+		for ; c > 0; c -= min(c, uint64(j.n.opts.Spec.Agreement.CheckpointEvery)) {
+			if _, _, err := majorityOf(j.committed(ctx, c-1), j.trust, c-1); err == nil {
+				break
+			}
+		}
+	}
+	got, err := j.run(ctx, c)
 	// A replay stops at the first round without a majority's record among the answers,
 	// which may be peers slow to answer or out of fetch budget: a rewind asks again, for
 	// at most catchUpWait, until it reaches the node's head.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -63,6 +64,11 @@ type joiner struct {
 	// them alone. Stake is never added after genesis (only slashed), so the genesis
 	// stakers holding most of it are the only ones who can vouch for a joiner's head.
 	trust *incentives.State
+	// follow are the peers whose lineage a catch-up follows through the rounds whose
+	// committed records no majority of the voting power signed: those that committed the
+	// record of most power at the round the node compared itself with (lineageOf); nil
+	// outside such a catch-up.
+	follow []peer.ID
 }
 
 // joined is what a join found: the checkpoint it starts from (nil: genesis), the rounds
@@ -151,38 +157,113 @@ func headOfPower(heads []peerHead, led *incentives.State) (uint64, bool) {
 }
 
 // majority is round r's record that a majority of the voting power by led committed, and
-// its signers.
+// its signers. In a catch-up that follows a lineage (j.follow), a round without such a
+// record gives the record the followed peers committed, when every one of them that
+// answered committed the same.
 func (j *joiner) majority(ctx context.Context, r uint64, led *incentives.State) (*incentives.Record, []peer.ID, error) {
-	return majorityOf(j.committed(ctx, r), led, r)
+	heads := j.committed(ctx, r)
+	rec, signers, err := majorityOf(heads, led, r)
+	if errors.Is(err, errNoMajority) && len(j.follow) > 0 {
+		return followOf(heads, j.follow, r)
+	}
+	return rec, signers, err
 }
 
 // majorityOf is majority over the committed records of round r that peers sent. There is
 // no majority without a ledger to weigh by.
 func majorityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives.Record, []peer.ID, error) {
+	best, answered := mostPower(heads, led)
+	if best == nil || 2*best.weight <= led.TotalPower() {
+		return nil, nil, fmt.Errorf("round %d: %w (%d of %d answered)", r, errNoMajority, answered, totalPower(led))
+	}
+	return best.rec, best.signers, nil
+}
+
+// pluralityOf is the record of round r of most voting power by led among the committed
+// records peers sent, when together they carry more than half of it but none alone does
+// (a split no list vote can mend any more: each side's rounds left the window). Ties go
+// to the record whose signers include the least peer ID: nodes that heard the same
+// answers pick the same lineage, and the same one at every round of the split (the
+// record's own bytes, which differ from round to round, once sent both halves of a test
+// onto each other's lineage at once). errNoMajority when the answers carry half of the
+// power or less.
+func pluralityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives.Record, []peer.ID, error) {
+	best, answered := mostPower(heads, led)
+	if best == nil || 2*answered <= led.TotalPower() {
+		return nil, nil, fmt.Errorf("round %d: %w (%d of %d answered)", r, errNoMajority, answered, totalPower(led))
+	}
+	return best.rec, best.signers, nil
+}
+
+// powerGroup is the peers that sent one committed record, and their voting power.
+type powerGroup struct {
+	rec     *incentives.Record
+	signers []peer.ID
+	weight  uint64
+}
+
+// mostPower groups heads by record (each peer once) and returns the group of most voting
+// power by led, ties to the group with the least peer ID, and the power of every peer
+// that answered; nil with no ledger or no answer of a peer with power.
+func mostPower(heads []peerHead, led *incentives.State) (*powerGroup, uint64) {
 	if led == nil {
-		return nil, nil, fmt.Errorf("round %d: no ledger to weigh the records by: %w", r, errNoMajority)
+		return nil, 0
 	}
-	groups := map[string][]peerHead{}
-	weight := map[string]uint64{}
+	groups := map[string]*powerGroup{}
+	seen := map[peer.ID]bool{}
+	var answered uint64
 	for _, h := range heads {
+		if seen[h.from] {
+			continue
+		}
+		seen[h.from] = true
+		w := led.Power(h.from.String())
 		k := string(h.rec.Marshal())
-		groups[k] = append(groups[k], h)
-		weight[k] += led.Power(h.from.String())
+		g := groups[k]
+		if g == nil {
+			g = &powerGroup{rec: h.rec}
+			groups[k] = g
+		}
+		g.signers = append(g.signers, h.from)
+		g.weight += w
+		answered += w
 	}
-	best := ""
-	for k := range groups {
-		if best == "" || weight[k] > weight[best] || (weight[k] == weight[best] && k < best) {
-			best = k
+	var best *powerGroup
+	for _, g := range groups {
+		if g.weight > 0 && (best == nil || g.weight > best.weight || g.weight == best.weight && slices.Min(g.signers) < slices.Min(best.signers)) {
+			best = g
 		}
 	}
-	if best == "" || 2*weight[best] <= led.TotalPower() {
-		return nil, nil, fmt.Errorf("round %d: %w", r, errNoMajority)
+	return best, answered
+}
+
+// totalPower is led's total voting power, 0 without a ledger.
+func totalPower(led *incentives.State) uint64 {
+	if led == nil {
+		return 0
 	}
-	signers := make([]peer.ID, len(groups[best]))
-	for i, h := range groups[best] {
-		signers[i] = h.from
+	return led.TotalPower()
+}
+
+// followOf is the record of round r that the peers of follow committed, when all of them
+// that answered committed the same one; errNoMajority otherwise.
+func followOf(heads []peerHead, follow []peer.ID, r uint64) (*incentives.Record, []peer.ID, error) {
+	var rec *incentives.Record
+	var signers []peer.ID
+	for _, h := range heads {
+		if !slices.Contains(follow, h.from) || slices.Contains(signers, h.from) {
+			continue
+		}
+		if rec != nil && !bytes.Equal(rec.Marshal(), h.rec.Marshal()) {
+			return nil, nil, fmt.Errorf("round %d: the peers followed committed different records: %w", r, errNoMajority)
+		}
+		rec = h.rec
+		signers = append(signers, h.from)
 	}
-	return groups[best][0].rec, signers, nil
+	if rec == nil {
+		return nil, nil, fmt.Errorf("round %d: none of the peers followed answered: %w", r, errNoMajority)
+	}
+	return rec, signers, nil
 }
 
 // backed checks that signers carry more than half of led's voting power.
@@ -197,11 +278,11 @@ func backed(led *incentives.State, signers []peer.ID) error {
 	return nil
 }
 
-// run joins at the peers' head h: the checkpoint of the last multiple of checkpoint_every
-// at or before h+1 (genesis if none), then every round after it that a majority committed.
-func (j *joiner) run(ctx context.Context, h uint64) (*joined, error) {
+// run joins from the checkpoint of round c (genesis if 0), then every round after it that
+// a majority committed (forward).
+func (j *joiner) run(ctx context.Context, c uint64) (*joined, error) {
 	out := &joined{}
-	if c := j.checkpointOf(h); c > 0 {
+	if c > 0 {
 		ck, err := j.checkpoint(ctx, c)
 		if err != nil {
 			return nil, err

@@ -108,7 +108,7 @@ func (n *Node) joinRun(ctx context.Context) error {
 			n.log.Info("no peer reports a closed round: starting at genesis", "peers_asked", len(j.peers), "every_genesis_peer", all(j.peers))
 			return nil
 		}
-		got, err := j.run(ctx, h)
+		got, err := j.run(ctx, j.checkpointOf(h))
 		if err == nil && (got.ckpt != nil || len(got.rounds) > 0) {
 			return n.adopt(got, j, began)
 		}

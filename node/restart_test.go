@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -431,6 +432,82 @@ func TestCatchUpHeadNeedsAMajorityOfTheVotingPower(t *testing.T) {
 	rec, signers, err := majorityOf(append(lie, at(ids[2], 10, 1), at(ids[3], 10, 1)), led, 10)
 	if err != nil || rec.NewRoot[0] != 1 || len(signers) != 3 {
 		t.Fatalf("the record of three of four staked peers: %v %v", signers, err)
+	}
+}
+
+// TestPluralityPicksOneLineageOfASplit: when the committed records of a round carry no
+// majority (two halves, or three equal thirds, each on a lineage of its own), the record
+// of most power is picked, equal powers going to the record whose signers include the
+// least peer ID, whatever the order of the answers and whatever the records' bytes, so
+// that every node that heard the same answers follows the same lineage at every round;
+// never on the answers of half of the power or less, nor on powerless peers.
+// followOf then takes a round's record only when every followed peer that answered
+// committed the same.
+func TestPluralityPicksOneLineageOfASplit(t *testing.T) {
+	ids := make([]peer.ID, 6)
+	for i := range ids {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], _ = peer.IDFromPrivateKey(k)
+	}
+	var g incentives.Genesis
+	for _, id := range ids[:4] { // ids[4] and ids[5] hold no stake
+		g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: 1000})
+	}
+	led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(p peer.ID, root byte) peerHead {
+		return peerHead{from: p, rec: &incentives.Record{Round: 10, NewRoot: bytes.Repeat([]byte{root}, 32)}}
+	}
+	least := slices.Min(ids[:4])
+	for _, roots := range [][4]byte{{7, 7, 3, 3}, {3, 3, 7, 7}} {
+		halves := []peerHead{at(ids[0], roots[0]), at(ids[1], roots[1]), at(ids[2], roots[2]), at(ids[3], roots[3])}
+		if _, _, err := majorityOf(halves, led, 10); err == nil {
+			t.Fatal("a half of the power taken as a majority")
+		}
+		want := roots[slices.Index(ids, least)]
+		for _, order := range [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}} {
+			var hs []peerHead
+			for _, i := range order {
+				hs = append(hs, halves[i])
+			}
+			rec, signers, err := pluralityOf(hs, led, 10)
+			if err != nil || rec.NewRoot[0] != want || len(signers) != 2 || !slices.Contains(signers, least) {
+				t.Fatalf("roots %v, order %v: picked %v by %v (%v), want root %d, the half of the least peer ID", roots, order, rec, signers, err, want)
+			}
+		}
+	}
+	// More power beats fewer bytes; powerless signers add none.
+	thirds := []peerHead{at(ids[0], 9), at(ids[1], 9), at(ids[2], 1), at(ids[4], 1), at(ids[5], 1)}
+	if rec, _, err := pluralityOf(thirds, led, 10); err != nil || rec.NewRoot[0] != 9 {
+		t.Fatalf("picked %v (%v), want the root of two staked peers over one of one staked and two powerless", rec, err)
+	}
+	// Half of the power answering, or only powerless peers: nothing.
+	if rec, _, err := pluralityOf([]peerHead{at(ids[0], 1), at(ids[1], 2), at(ids[4], 0)}, led, 10); err == nil {
+		t.Fatalf("picked %x on answers carrying half of the power", rec.NewRoot[:4])
+	}
+	if rec, _, err := pluralityOf([]peerHead{at(ids[4], 1), at(ids[5], 1)}, led, 10); err == nil {
+		t.Fatalf("picked %x on powerless answers", rec.NewRoot[:4])
+	}
+	// Three lineages of one staked peer each, and a fourth silent: the least peer ID.
+	three := []peerHead{at(ids[1], 8), at(ids[0], 5), at(ids[3], 6)}
+	first := slices.Min([]peer.ID{ids[0], ids[1], ids[3]})
+	rec, signers, err := pluralityOf(three, led, 10)
+	if err != nil || !slices.Equal(signers, []peer.ID{first}) {
+		t.Fatalf("three lineages: picked %v by %v (%v), want the record of %s", rec, signers, err, first)
+	}
+	if got, _, err := followOf(three, signers, 10); err != nil || got != rec {
+		t.Fatalf("following %v: %v (%v)", signers, got, err)
+	}
+	if _, _, err := followOf(append(three, at(ids[2], 4)), []peer.ID{ids[0], ids[2]}, 10); !errors.Is(err, errNoMajority) {
+		t.Fatalf("followed peers that committed different records gave a record (%v)", err)
+	}
+	if _, _, err := followOf(three, []peer.ID{ids[2]}, 10); !errors.Is(err, errNoMajority) {
+		t.Fatalf("no followed peer answered, and a record came (%v)", err)
 	}
 }
 

@@ -1,0 +1,129 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/p2p/p2ptest"
+)
+
+// TestEqualHalvesOnTwoLineagesConverge: a swarm of four nodes of equal stake splits into
+// two halves that cannot reach each other for 8 rounds. Neither half carries a quorum, so
+// each closes its rounds alone at the maximum deadline, from its own state: once they
+// reach each other again, their lineages parted before the repair window (2 rounds), no
+// list vote can mend them, and no root carries a majority of the stake to rewind to. The
+// head watch then takes the root of most power, ties to the half with the least peer ID
+// (pluralityOf): the half that does not hold it replaces its rounds with the other's,
+// and all four hold one root. Nobody is slashed for it.
+func TestEqualHalvesOnTwoLineagesConverge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	spec := func(s *configs.Spec) {
+		s.Round = configs.RoundSpec{Quorum: 0.9, DeadlineMin: 1, DeadlineMax: 2}
+		s.Agreement.CheckpointEvery = 1000
+		s.Agreement.RepairDepth = 2
+		for id := range s.Incentives.Stakes {
+			s.Incentives.Stakes[id] = 100
+		}
+	}
+	fences := make([]*p2ptest.Fence, 4)
+	swarm, _, boot := startSwarmWith(t, ctx, 4, spec, func(i int, o *Options) {
+		fences[i] = &p2ptest.Fence{}
+		o.gater = fences[i]
+	})
+	halves := [2][]*Node{swarm[:2], swarm[2:]}
+	poll := func(what string, limit time.Duration, cond func() bool) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		if err := p2ptest.Poll(pctx, what, 50*time.Millisecond, cond); err != nil {
+			for _, n := range swarm {
+				h, _ := head(n)
+				t.Logf("%s: head %d, root %x, agreement %+v, last resync %+v", n.ID(), h, storedRoot(t, n, h), n.train.loop.Agreement(), n.lastResync.Load())
+			}
+			t.Fatal(err)
+		}
+	}
+	poll("every node closing round 3", time.Minute, func() bool { return lowHead(swarm) >= 3 })
+
+	ids := func(ns []*Node) []peer.ID {
+		var out []peer.ID
+		for _, n := range ns {
+			out = append(out, n.ID())
+		}
+		return out
+	}
+	for i, n := range swarm {
+		other := ids(halves[1-i/2])
+		if i >= 2 { // the bootstrap node stays on the first half's side
+			other = append(other, boot.ID())
+		}
+		fences[i].Raise(n.host, other...)
+	}
+	from := max(medianHead(halves[0]), medianHead(halves[1]))
+	t.Logf("split after round %d", from)
+	poll("both halves closing 8 rounds apart", time.Minute, func() bool { return lowHead(swarm) >= from+8 })
+	split := lowHead(swarm)
+	if a, b := storedRoot(t, halves[0][0], split), storedRoot(t, halves[1][0], split); bytes.Equal(a, b) {
+		t.Fatalf("the halves hold one root of round %d while split: %x", split, a)
+	}
+	for _, f := range fences {
+		f.Lower()
+	}
+	for _, a := range swarm {
+		for _, b := range append([]*Node{boot}, swarm...) {
+			if a != b {
+				if err := a.host.Connect(ctx, b.host.AddrInfo()); err != nil {
+					t.Fatalf("reconnecting %s to %s: %v", a.ID(), b.ID(), err)
+				}
+			}
+		}
+	}
+	restored := 0
+	for _, n := range swarm {
+		h, _ := head(n)
+		restored = max(restored, int(h))
+	}
+	t.Logf("halves let back at round %d", restored)
+
+	var at uint64
+	poll("one root on all four", 90*time.Second, func() bool {
+		m := lowHead(swarm)
+		if m <= uint64(restored) {
+			return false
+		}
+		want := storedRoot(t, swarm[0], m)
+		for _, n := range swarm[1:] {
+			if !bytes.Equal(storedRoot(t, n, m), want) {
+				return false
+			}
+		}
+		at = m
+		return true
+	})
+	// The store holds their rounds a moment before the resync is counted.
+	var rewound []string
+	for counted := time.Now().Add(10 * time.Second); len(rewound) < 2 && time.Now().Before(counted); time.Sleep(50 * time.Millisecond) {
+		rewound = rewound[:0]
+		for i, n := range swarm {
+			if rs := n.lastResync.Load(); rs != nil && rs.Replaced > 0 {
+				rewound = append(rewound, fmt.Sprint(i))
+			}
+		}
+	}
+	t.Logf("one root at round %d; rewound: nodes %v", at, rewound)
+	if len(rewound) < 2 {
+		t.Errorf("one root at round %d, and %d nodes replaced rounds of their own: a half of two must have", at, len(rewound))
+	}
+	for _, n := range swarm {
+		if slashed := n.trainingStatus().Slashed; len(slashed) > 0 {
+			t.Errorf("%s slashed %v", n.ID(), slashed)
+		}
+	}
+}
