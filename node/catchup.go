@@ -82,7 +82,10 @@ func (n *Node) catchUpFrom(ctx context.Context, rp resumePoint, wait time.Durati
 	if err == nil && out.state.Round > h {
 		err = n.commitCaughtUp(out, from, rp.state.Round)
 	} else if replaced, err = n.jump(ctx, rp, h, j); err == nil {
-		out, from = j.got, j.checkpointOf(h)
+		out, from = j.got, 0
+		if j.got.ckpt != nil {
+			from = j.got.ckpt.Round
+		}
 	}
 	if err != nil {
 		n.log.Warn("catching up with the peers failed: starting from the committed state", "round", rp.state.Round, "peers_head", h, "err", err)
@@ -117,7 +120,7 @@ func (j *joiner) offLineage(ctx context.Context, rp resumePoint, h uint64) bool 
 		return false
 	}
 	r := min(h, rp.state.Round-1)
-	rec, err := j.lineageOf(ctx, r, rp.ledger)
+	rec, err := j.lineageOf(ctx, j.committed(ctx, r), r, rp.ledger)
 	if err != nil {
 		return false
 	}
@@ -125,23 +128,63 @@ func (j *joiner) offLineage(ctx context.Context, rp resumePoint, h uint64) bool 
 	return err == nil && own != nil && !bytes.Equal(own.Marshal(), rec.Marshal())
 }
 
-// lineageOf is the record of round r that peers carrying a majority of the voting power
-// by led committed. When there is none, but the peers that answered carry a majority
-// together (three equal stakes on three lineages, or two halves on two), it is the record
-// of most power among theirs, ties to the signer of least peer ID (pluralityOf): its signers are the
-// lineage the catch-up then follows (j.follow) through the rounds no majority committed,
-// so that nodes split for good, each on a lineage of its own, end on one.
-func (j *joiner) lineageOf(ctx context.Context, r uint64, led *incentives.State) (*incentives.Record, error) {
-	heads := j.committed(ctx, r)
-	rec, _, err := majorityOf(heads, led, r)
+// lineageOf is the record of round r that the node should hold, from heads, the peers'
+// committed records of r: the one peers carrying a majority of the voting power by led
+// committed. When none did, the nodes are split: the node counts its own record with
+// theirs, and when together they carry a majority, the record of most power stands
+// (pluralityOf; ties to the signers with the least peer ID), so that every node that
+// heard the same answers picks the same lineage, and one whose own record is that one
+// stays. It moves the node only when the split reaches back past its repair window (at
+// round r - repair_depth the majority's record is not its own either): inside the window
+// the list vote decides. The picked record's signers are then the lineage the catch-up
+// follows (j.follow) through the rounds no majority committed. errNoMajority otherwise.
+func (j *joiner) lineageOf(ctx context.Context, heads []peerHead, r uint64, led *incentives.State) (*incentives.Record, error) {
 	j.follow = nil
-	if errors.Is(err, errNoMajority) {
-		var signers []peer.ID
-		if rec, signers, err = pluralityOf(heads, led, r); err == nil {
-			j.follow = signers
+	rec, _, err := majorityOf(heads, led, r)
+	if !errors.Is(err, errNoMajority) {
+		return rec, err
+	}
+	own, oerr := j.n.ledger.st.Record(r)
+	if oerr != nil || own == nil {
+		return nil, err
+	}
+	pick, signers, err := pluralityWith(heads, peerHead{from: j.n.host.ID(), rec: own}, led, r)
+	if err != nil || bytes.Equal(pick.Marshal(), own.Marshal()) {
+		return pick, err
+	}
+	d := repairDepth(j.n.opts.Spec)
+	if r < d {
+		return nil, fmt.Errorf("round %d: split inside the repair window: %w", r, errNoMajority)
+	}
+	if own0, err := j.n.ledger.st.Record(r - d); err == nil && own0 != nil {
+		if maj0, _, err := majorityOf(j.committed(ctx, r-d), led, r-d); err == nil && bytes.Equal(maj0.Marshal(), own0.Marshal()) {
+			return nil, fmt.Errorf("round %d: split since after round %d, inside the repair window: %w", r, r-d, errNoMajority)
 		}
 	}
-	return rec, err
+	j.follow = signers
+	return pick, nil
+}
+
+// splitCheckpoint is the checkpoint a rewind onto a followed lineage starts from: from c
+// back, the last of at most checkpoints_kept (older ones are pruned everywhere) whose
+// round before a majority of the voting power committed, and the followed peers with
+// them, so that the followed lineage goes on from it; genesis when the walk reaches it.
+func (j *joiner) splitCheckpoint(ctx context.Context, c uint64) (uint64, error) {
+	a := j.n.opts.Spec.Agreement
+	every := uint64(a.CheckpointEvery)
+	for i := 0; c > 0 && i < a.CheckpointsKept; i++ {
+		heads := j.committed(ctx, c-1)
+		if maj, _, err := majorityOf(heads, j.trust, c-1); err == nil {
+			if fol, _, err := followOf(heads, j.follow, c-1); err == nil && bytes.Equal(fol.Marshal(), maj.Marshal()) {
+				return c, nil
+			}
+		}
+		c -= min(c, every)
+	}
+	if c > 0 {
+		return 0, fmt.Errorf("none of the last %d checkpoints before round %d is of a round the split had not reached", a.CheckpointsKept, c+uint64(a.CheckpointsKept)*every)
+	}
+	return 0, nil
 }
 
 // waitHead waits at most wait for peers carrying a majority of the voting power (by rp's
@@ -287,13 +330,13 @@ func (n *Node) jump(ctx context.Context, rp resumePoint, h uint64, j *joiner) (u
 	if rewind && !j.offLineage(ctx, rp, h) {
 		return 0, fmt.Errorf("no checkpoint past round %d to sync, and the node's head is on its peers' lineage", rp.state.Round)
 	}
-	if rewind && j.follow != nil {
-		// Following a lineage no majority committed: start from a checkpoint a majority
-		// did (the last before the split), so that what it vouches for stays theirs.
-		for ; c > 0; c -= min(c, uint64(j.n.opts.Spec.Agreement.CheckpointEvery)) {
-			if _, _, err := majorityOf(j.committed(ctx, c-1), j.trust, c-1); err == nil {
-				break
-			}
+	switch {
+	case !rewind:
+		j.follow = nil // a lineage of a majority past its head: nothing to follow
+	case j.follow != nil:
+		var err error
+		if c, err = j.splitCheckpoint(ctx, c); err != nil {
+			return 0, err
 		}
 	}
 	got, err := j.run(ctx, c)

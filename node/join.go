@@ -195,6 +195,15 @@ func pluralityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives
 	return best.rec, best.signers, nil
 }
 
+// pluralityWith is pluralityOf over heads and the node's own committed record of round r
+// (self): a node that leaves itself out sees its own side one member short, and moves
+// onto any other side of as much power as the rest of its own (a 40% signer took two
+// nodes of 30% each that way).
+func pluralityWith(heads []peerHead, self peerHead, led *incentives.State, r uint64) (*incentives.Record, []peer.ID, error) {
+	all := slices.DeleteFunc(slices.Clone(heads), func(h peerHead) bool { return h.from == self.from })
+	return pluralityOf(append(all, self), led, r)
+}
+
 // powerGroup is the peers that sent one committed record, and their voting power.
 type powerGroup struct {
 	rec     *incentives.Record
@@ -202,9 +211,10 @@ type powerGroup struct {
 	weight  uint64
 }
 
-// mostPower groups heads by record (each peer once) and returns the group of most voting
-// power by led, ties to the group with the least peer ID, and the power of every peer
-// that answered; nil with no ledger or no answer of a peer with power.
+// mostPower groups heads by record (each peer once, peers without power left out) and
+// returns the group of most voting power by led, ties to the group with the least peer
+// ID, and the power of every peer that answered; nil with no ledger or no answer of a
+// peer with power.
 func mostPower(heads []peerHead, led *incentives.State) (*powerGroup, uint64) {
 	if led == nil {
 		return nil, 0
@@ -218,6 +228,9 @@ func mostPower(heads []peerHead, led *incentives.State) (*powerGroup, uint64) {
 		}
 		seen[h.from] = true
 		w := led.Power(h.from.String())
+		if w == 0 { // a key of no stake neither weighs nor breaks a tie nor is followed
+			continue
+		}
 		k := string(h.rec.Marshal())
 		g := groups[k]
 		if g == nil {
@@ -230,7 +243,7 @@ func mostPower(heads []peerHead, led *incentives.State) (*powerGroup, uint64) {
 	}
 	var best *powerGroup
 	for _, g := range groups {
-		if g.weight > 0 && (best == nil || g.weight > best.weight || g.weight == best.weight && slices.Min(g.signers) < slices.Min(best.signers)) {
+		if best == nil || g.weight > best.weight || g.weight == best.weight && slices.Min(g.signers) < slices.Min(best.signers) {
 			best = g
 		}
 	}
@@ -334,7 +347,7 @@ func (j *joiner) replay(ctx context.Context, out *joined, rec *incentives.Record
 // round c-1 that most peers committed, and those peers must carry a majority of the
 // voting power of the checkpoint's ledger.
 func (j *joiner) checkpoint(ctx context.Context, c uint64) (*checkpoint.Checkpoint, error) {
-	rec, signers, err := j.majority(ctx, c-1, j.trust)
+	rec, signers, err := majorityOf(j.committed(ctx, c-1), j.trust, c-1) // never a followed lineage's
 	if err != nil {
 		return nil, err
 	}

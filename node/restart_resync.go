@@ -122,8 +122,9 @@ func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait
 // voting power reach (headOfPower, with the ledger of the node's head): nil when no such
 // majority answered, or when it is not behind them by more than its repair window and the
 // record that majority committed for the node's head (theirs, when they are behind it) is
-// the node's own; when no record has a majority, the one of most power among the answers
-// (pluralityOf) stands for it. A peer's claim alone moves nothing.
+// the node's own; when no record has a majority and the split reaches back past the
+// window, the one of most power among the answers and the node's own (lineageOf) stands
+// for it. A peer's claim alone moves nothing.
 func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	led := n.ledger.state.Load()
 	if led.Round == 0 { // a node at genesis joins before its loop (joinRun)
@@ -146,12 +147,7 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	r := min(h, head) // a node off their lineage may close rounds at their pace, a round ahead
 	at := j.committed(ctx, r)
 	n.offerRecords(ctx, at)
-	rec, _, err := majorityOf(at, led, r)
-	if errors.Is(err, errNoMajority) {
-		// No root of a majority: the nodes are split. The catch-up follows the record of
-		// most power (lineageOf); a repair in flight has the strikes to end the split first.
-		rec, _, err = pluralityOf(at, led, r)
-	}
+	rec, err := j.lineageOf(ctx, at, r, led) // with no majority, the record of most power
 	if err != nil {
 		return nil
 	}

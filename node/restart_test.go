@@ -511,6 +511,66 @@ func TestPluralityPicksOneLineageOfASplit(t *testing.T) {
 	}
 }
 
+// TestPluralityCountsTheNodeItself: every node of a split, each counting its own record
+// with its peers' answers (pluralityWith), picks the same lineage: the one a majority
+// holds when there is one (two nodes of 30% stay on their root against a 40% signer; a
+// 3 of 5 majority stays whatever the peer IDs), else the one of most power, ties to the
+// least peer ID (halves, thirds, two single nodes). A key with no stake answering a copy
+// of a record changes no pick. Before the node counted itself, each node of the 30/30 pair
+// saw its partner's 30 against 40 and took the minority's lineage.
+func TestPluralityCountsTheNodeItself(t *testing.T) {
+	keys := make([]peer.ID, 6)
+	for i := range keys {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i], _ = peer.IDFromPrivateKey(k)
+	}
+	slices.Sort(keys) // keys[0] is the least peer ID
+	rec := func(root byte) *incentives.Record {
+		return &incentives.Record{Round: 10, NewRoot: bytes.Repeat([]byte{root}, 32)}
+	}
+	for _, c := range []struct {
+		name   string
+		stakes []uint64 // of keys[i]
+		roots  []byte   // the root each holds
+		want   byte
+	}{
+		{"a 40% signer against two of 30%", []uint64{400, 300, 300}, []byte{2, 1, 1}, 1},
+		{"3 of 5, the least ID in the 2", []uint64{100, 100, 100, 100, 100}, []byte{2, 2, 1, 1, 1}, 1},
+		{"halves", []uint64{100, 100, 100, 100}, []byte{2, 1, 2, 1}, 2},
+		{"thirds", []uint64{100, 100, 100}, []byte{3, 1, 2}, 3},
+		{"two single nodes", []uint64{100, 100}, []byte{2, 1}, 2},
+	} {
+		var g incentives.Genesis
+		for i, st := range c.stakes {
+			g.Stakes = append(g.Stakes, incentives.Stake{Peer: keys[i+1].String(), Amount: st})
+		}
+		led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// keys[0], the least ID, holds no stake and answers a copy of the losing side's record.
+		var loser byte = 1
+		if c.want == 1 {
+			loser = 2
+		}
+		for i := range c.stakes {
+			heads := []peerHead{{from: keys[0], rec: rec(loser)}}
+			for o := range c.stakes {
+				if o != i {
+					heads = append(heads, peerHead{from: keys[o+1], rec: rec(c.roots[o])})
+				}
+			}
+			pick, signers, err := pluralityWith(heads, peerHead{from: keys[i+1], rec: rec(c.roots[i])}, led, 10)
+			if err != nil || pick.NewRoot[0] != c.want || slices.Contains(signers, keys[0]) {
+				t.Errorf("%s: node %d (root %d) picked %v by %v (%v), want root %d", c.name, i, c.roots[i], pick, signers, err, c.want)
+			}
+		}
+	}
+}
+
 // TestAskOrderReachesAMajorityOfManyEqualVoters: with 40 voters of equal power, the peers a
 // catch-up asks carry more than three quarters of the power (a fixed 16 carried 40%, so a
 // head or a record could never be taken); with 4 voters and many powerless topic peers it
