@@ -18,9 +18,12 @@ import (
 	"github.com/lowband/lowband/verify"
 )
 
-// shards fetches the shards rec lists, each by round and payload CID, from the
-// contribution's peer first, then from the signers of rec: each must be a shard of that
-// round, peer and CID.
+// shards fetches the shards rec lists, each by round and payload CID: from the node's
+// own store when it holds it (a round before a split it rewinds over), else from the
+// contribution's peer first, then from the signers of rec, then from the other peers the
+// catch-up asks, at most joinPeers of them (a peer that included the contribution in a
+// round of its own lineage keeps its shards too): each must be a shard of that round,
+// peer and CID.
 func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []peer.ID) ([]store.Shard, error) {
 	var mu sync.Mutex
 	var out []store.Shard
@@ -28,9 +31,17 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, joinParallel)
 	for _, c := range rec.Contributions {
-		order := signers
+		order := slices.Clone(signers)
 		if id, err := peer.Decode(c.Peer); err == nil {
-			order = append([]peer.ID{id}, signers...)
+			order = append([]peer.ID{id}, order...)
+		}
+		for _, p := range j.peers {
+			if extra := len(order) - len(signers) - 1; extra >= joinPeers {
+				break // a shard nobody serves costs an ask of each peer in order
+			}
+			if !slices.Contains(order, p) {
+				order = append(order, p)
+			}
 		}
 		for _, cid := range c.Shards {
 			wg.Add(1)
@@ -58,15 +69,21 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 // shard asks the peers in turn for the stored shard of round r with payload CID cid,
 // until one sends a shard of r, of peer owner, whose payload hashes to cid.
 func (j *joiner) shard(ctx context.Context, r uint64, owner string, cid []byte, order []peer.ID) (store.Shard, error) {
-	for _, p := range order {
-		if p == j.n.host.ID() {
+	for i := -1; i < len(order); i++ {
+		var data []byte
+		if i < 0 { // its own store first: checked as a peer's answer
+			data = storedRounds{st: j.n.ledger.st, maxPayload: j.rep.maxPayload}.shard(r, cid)
+		} else if p := order[i]; p != j.n.host.ID() {
+			got, err := j.fetch.fetch(ctx, p, storedShardRequest(r, cid))
+			if err != nil {
+				continue
+			}
+			j.bytes.Add(int64(len(got)))
+			data = got
+		}
+		if data == nil {
 			continue
 		}
-		data, err := j.fetch.fetch(ctx, p, storedShardRequest(r, cid))
-		if err != nil {
-			continue
-		}
-		j.bytes.Add(int64(len(data)))
 		s, err := verify.UnmarshalShard(data, j.rep.maxPayload)
 		if err != nil {
 			continue
