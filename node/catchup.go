@@ -135,8 +135,8 @@ func (j *joiner) offLineage(ctx context.Context, rp resumePoint, h uint64) bool 
 // (pluralityOf; ties to the signers with the least peer ID), so that every node that
 // heard the same answers picks the same lineage, and one whose own record is that one
 // stays. It moves the node only when the split reaches back past its repair window (at
-// round r - repair_depth the majority's record is not its own either): inside the window
-// the list vote decides. The picked record's signers are then the lineage the catch-up
+// round r - repair_depth the picked side's record is not its own either): inside the
+// window the list vote decides. The picked record's signers are then the lineage the catch-up
 // follows (j.follow) through the rounds no majority committed. errNoMajority otherwise.
 func (j *joiner) lineageOf(ctx context.Context, heads []peerHead, r uint64, led *incentives.State) (*incentives.Record, error) {
 	j.follow = nil
@@ -156,10 +156,12 @@ func (j *joiner) lineageOf(ctx context.Context, heads []peerHead, r uint64, led 
 	if r < d {
 		return nil, fmt.Errorf("round %d: split inside the repair window: %w", r, errNoMajority)
 	}
-	if own0, err := j.n.ledger.st.Record(r - d); err == nil && own0 != nil {
-		if maj0, _, err := majorityOf(j.committed(ctx, r-d), led, r-d); err == nil && bytes.Equal(maj0.Marshal(), own0.Marshal()) {
-			return nil, fmt.Errorf("round %d: split since after round %d, inside the repair window: %w", r, r-d, errNoMajority)
-		}
+	own0, err := j.n.ledger.st.Record(r - d)
+	if err != nil || own0 == nil {
+		return nil, fmt.Errorf("round %d: no record of its own of round %d to tell where the split began: %w", r, r-d, errNoMajority)
+	}
+	if fol0, _, err := followOf(j.committed(ctx, r-d), signers, r-d); err != nil || bytes.Equal(fol0.Marshal(), own0.Marshal()) {
+		return nil, fmt.Errorf("round %d: the side picked held its record of round %d, inside the repair window, or did not say: %w", r, r-d, errNoMajority)
 	}
 	j.follow = signers
 	return pick, nil

@@ -198,10 +198,31 @@ func pluralityOf(heads []peerHead, led *incentives.State, r uint64) (*incentives
 // pluralityWith is pluralityOf over heads and the node's own committed record of round r
 // (self): a node that leaves itself out sees its own side one member short, and moves
 // onto any other side of as much power as the rest of its own (a 40% signer took two
-// nodes of 30% each that way).
+// nodes of 30% each that way). The power that did not answer is counted on its own side
+// too: it leaves only for a record of more power than its own side and all of the silent
+// power together, or, when every voter answered, for one that wins on power or on the
+// tie. Otherwise the pick is its own record (it stays): a majority with one member slow to
+// answer must not look like a minority.
 func pluralityWith(heads []peerHead, self peerHead, led *incentives.State, r uint64) (*incentives.Record, []peer.ID, error) {
-	all := slices.DeleteFunc(slices.Clone(heads), func(h peerHead) bool { return h.from == self.from })
-	return pluralityOf(append(all, self), led, r)
+	all := append(slices.DeleteFunc(slices.Clone(heads), func(h peerHead) bool { return h.from == self.from }), self)
+	best, answered := mostPower(all, led)
+	if best == nil || 2*answered <= led.TotalPower() {
+		return nil, nil, fmt.Errorf("round %d: %w (%d of %d answered)", r, errNoMajority, answered, totalPower(led))
+	}
+	own := self.rec.Marshal()
+	if bytes.Equal(best.rec.Marshal(), own) {
+		return best.rec, best.signers, nil
+	}
+	var side uint64
+	for _, h := range all {
+		if bytes.Equal(h.rec.Marshal(), own) {
+			side += led.Power(h.from.String())
+		}
+	}
+	if silent := led.TotalPower() - answered; silent == 0 || best.weight > side+silent {
+		return best.rec, best.signers, nil
+	}
+	return self.rec, nil, nil
 }
 
 // powerGroup is the peers that sent one committed record, and their voting power.

@@ -20,27 +20,37 @@ import (
 
 // shards fetches the shards rec lists, each by round and payload CID: from the node's
 // own store when it holds it (a round before a split it rewinds over), else from the
-// contribution's peer first, then from the signers of rec, then from the other peers the
-// catch-up asks, at most joinPeers of them (a peer that included the contribution in a
-// round of its own lineage keeps its shards too): each must be a shard of that round,
-// peer and CID.
+// contribution's peer first, then from the signers of rec, then from at most joinPeers
+// other staked peers the catch-up asks (a peer that included the contribution in a round
+// of its own lineage keeps its shards too): each must be a shard of that round, peer and
+// CID. The first shard nobody serves stops the others' fetches.
 func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []peer.ID) ([]store.Shard, error) {
+	ctx, cancel := context.WithCancel(ctx) // one shard nobody serves fails the round: stop the others
+	defer cancel()
+	own := j.ownShards(rec.Round)
 	var mu sync.Mutex
 	var out []store.Shard
 	var errs []error
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, joinParallel)
 	for _, c := range rec.Contributions {
-		order := slices.Clone(signers)
+		var order []peer.ID
 		if id, err := peer.Decode(c.Peer); err == nil {
-			order = append([]peer.ID{id}, order...)
+			order = append(order, id)
 		}
-		for _, p := range j.peers {
-			if extra := len(order) - len(signers) - 1; extra >= joinPeers {
-				break // a shard nobody serves costs an ask of each peer in order
-			}
+		for _, p := range signers {
 			if !slices.Contains(order, p) {
 				order = append(order, p)
+			}
+		}
+		extra := 0
+		for _, p := range j.peers {
+			if extra == joinPeers {
+				break // a shard nobody serves costs an ask of each peer in order
+			}
+			if !slices.Contains(order, p) && j.trust != nil && j.trust.Power(p.String()) > 0 {
+				order = append(order, p)
+				extra++
 			}
 		}
 		for _, cid := range c.Shards {
@@ -48,11 +58,12 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				sh, err := j.shard(ctx, rec.Round, c.Peer, cid, order)
+				sh, err := j.shard(ctx, rec.Round, c.Peer, cid, own[string(cid)], order)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					errs = append(errs, err)
+					cancel()
 					return
 				}
 				out = append(out, sh)
@@ -66,14 +77,32 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 	return out, nil
 }
 
+// ownShards is the node's stored shards of round r by payload CID (none when it holds no
+// such round, or its entries do not read: the peers have them), read once per round
+// replayed rather than once per shard.
+func (j *joiner) ownShards(r uint64) map[string][]byte {
+	shards, err := j.n.ledger.st.Shards(r)
+	if err != nil {
+		j.n.log.Warn("catching up: its own stored shards of a round do not read; asking the peers", "round", r, "err", err)
+		return nil
+	}
+	out := make(map[string][]byte, len(shards))
+	for _, sh := range shards {
+		if v, err := verify.UnmarshalShard(sh.Data, j.rep.maxPayload); err == nil {
+			out[string(v.Header.PayloadCID)] = sh.Data
+		}
+	}
+	return out
+}
+
 // shard asks the peers in turn for the stored shard of round r with payload CID cid,
 // until one sends a shard of r, of peer owner, whose payload hashes to cid.
-func (j *joiner) shard(ctx context.Context, r uint64, owner string, cid []byte, order []peer.ID) (store.Shard, error) {
+func (j *joiner) shard(ctx context.Context, r uint64, owner string, cid, own []byte, order []peer.ID) (store.Shard, error) {
 	for i := -1; i < len(order); i++ {
 		var data []byte
-		if i < 0 { // its own store first: checked as a peer's answer
-			data = storedRounds{st: j.n.ledger.st, maxPayload: j.rep.maxPayload}.shard(r, cid)
-		} else if p := order[i]; p != j.n.host.ID() {
+		if i < 0 { // its own store first (own): checked as a peer's answer
+			data = own
+		} else if p := order[i]; p != j.n.host.ID() && ctx.Err() == nil {
 			got, err := j.fetch.fetch(ctx, p, storedShardRequest(r, cid))
 			if err != nil {
 				continue

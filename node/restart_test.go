@@ -514,8 +514,9 @@ func TestPluralityPicksOneLineageOfASplit(t *testing.T) {
 // TestPluralityCountsTheNodeItself: every node of a split, each counting its own record
 // with its peers' answers (pluralityWith), picks the same lineage: the one a majority
 // holds when there is one (two nodes of 30% stay on their root against a 40% signer; a
-// 3 of 5 majority stays whatever the peer IDs), else the one of most power, ties to the
-// least peer ID (halves, thirds, two single nodes). A key with no stake answering a copy
+// 3 of 5 majority stays whatever the peer IDs, also with one of the 3 silent), else the
+// one of most power, ties to the least peer ID (halves, thirds, two single nodes); with a
+// voter silent and no side larger than the rest, each stays. A key with no stake answering a copy
 // of a record changes no pick. Before the node counted itself, each node of the 30/30 pair
 // saw its partner's 30 against 40 and took the minority's lineage.
 func TestPluralityCountsTheNodeItself(t *testing.T) {
@@ -542,6 +543,11 @@ func TestPluralityCountsTheNodeItself(t *testing.T) {
 		{"halves", []uint64{100, 100, 100, 100}, []byte{2, 1, 2, 1}, 2},
 		{"thirds", []uint64{100, 100, 100}, []byte{3, 1, 2}, 3},
 		{"two single nodes", []uint64{100, 100}, []byte{2, 1}, 2},
+		// The last of the three on root 1 does not answer: the others on root 1 must not
+		// take the 2 of least IDs for the larger side (and the 2 cannot tell either).
+		{"3 of 5, one of the 3 silent", []uint64{100, 100, 100, 100, 100}, []byte{2, 2, 1, 1, 0}, 0},
+		// Two halves, one node silent: nobody can tell, and each stays.
+		{"halves, one silent", []uint64{100, 100, 100, 100}, []byte{2, 1, 2, 0}, 0},
 	} {
 		var g incentives.Genesis
 		for i, st := range c.stakes {
@@ -557,15 +563,22 @@ func TestPluralityCountsTheNodeItself(t *testing.T) {
 			loser = 2
 		}
 		for i := range c.stakes {
+			if c.roots[i] == 0 { // silent
+				continue
+			}
 			heads := []peerHead{{from: keys[0], rec: rec(loser)}}
 			for o := range c.stakes {
-				if o != i {
+				if o != i && c.roots[o] != 0 {
 					heads = append(heads, peerHead{from: keys[o+1], rec: rec(c.roots[o])})
 				}
 			}
+			want := c.want
+			if want == 0 { // each stays on its own
+				want = c.roots[i]
+			}
 			pick, signers, err := pluralityWith(heads, peerHead{from: keys[i+1], rec: rec(c.roots[i])}, led, 10)
-			if err != nil || pick.NewRoot[0] != c.want || slices.Contains(signers, keys[0]) {
-				t.Errorf("%s: node %d (root %d) picked %v by %v (%v), want root %d", c.name, i, c.roots[i], pick, signers, err, c.want)
+			if err != nil || pick.NewRoot[0] != want || slices.Contains(signers, keys[0]) {
+				t.Errorf("%s: node %d (root %d) picked %v by %v (%v), want root %d", c.name, i, c.roots[i], pick, signers, err, want)
 			}
 		}
 	}
