@@ -24,32 +24,13 @@ import (
 func TestEqualHalvesOnTwoLineagesConverge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
-	spec := func(s *configs.Spec) {
-		s.Round = configs.RoundSpec{Quorum: 0.9, DeadlineMin: 1, DeadlineMax: 2}
-		s.Agreement.CheckpointEvery = 1000
-		s.Agreement.RepairDepth = 2
-		for id := range s.Incentives.Stakes {
-			s.Incentives.Stakes[id] = 100
-		}
-	}
 	fences := make([]*p2ptest.Fence, 4)
-	swarm, _, boot := startSwarmWith(t, ctx, 4, spec, func(i int, o *Options) {
+	swarm, _, boot := startSwarmWith(t, ctx, 4, equalStakesApart, func(i int, o *Options) {
 		fences[i] = &p2ptest.Fence{}
 		o.gater = fences[i]
 	})
 	halves := [2][]*Node{swarm[:2], swarm[2:]}
-	poll := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		pctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		if err := p2ptest.Poll(pctx, what, 50*time.Millisecond, cond); err != nil {
-			for _, n := range swarm {
-				h, _ := head(n)
-				t.Logf("%s: head %d, root %x, agreement %+v, last resync %+v", n.ID(), h, storedRoot(t, n, h), n.train.loop.Agreement(), n.lastResync.Load())
-			}
-			t.Fatal(err)
-		}
-	}
+	poll := swarmPoll(t, ctx, swarm)
 	poll("every node closing round 3", time.Minute, func() bool { return lowHead(swarm) >= 3 })
 
 	ids := func(ns []*Node) []peer.ID {
@@ -137,32 +118,13 @@ func TestEqualHalvesOnTwoLineagesConverge(t *testing.T) {
 func TestThreeEqualNodesEndOnOneRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
-	spec := func(s *configs.Spec) {
-		s.Round = configs.RoundSpec{Quorum: 0.9, DeadlineMin: 1, DeadlineMax: 2}
-		s.Agreement.CheckpointEvery = 1000
-		s.Agreement.RepairDepth = 2
-		for id := range s.Incentives.Stakes {
-			s.Incentives.Stakes[id] = 100
-		}
-	}
 	gate := &p2ptest.Gate{}
-	swarm, _, boot := startSwarmWith(t, ctx, 3, spec, func(i int, o *Options) {
+	swarm, _, boot := startSwarmWith(t, ctx, 3, equalStakesApart, func(i int, o *Options) {
 		if i == 0 {
 			o.gater = gate
 		}
 	})
-	poll := func(what string, limit time.Duration, cond func() bool) {
-		t.Helper()
-		pctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		if err := p2ptest.Poll(pctx, what, 50*time.Millisecond, cond); err != nil {
-			for _, n := range swarm {
-				h, _ := head(n)
-				t.Logf("%s: head %d, root %x, agreement %+v, last resync %+v", n.ID(), h, storedRoot(t, n, h), n.train.loop.Agreement(), n.lastResync.Load())
-			}
-			t.Fatal(err)
-		}
-	}
+	poll := swarmPoll(t, ctx, swarm)
 	poll("every node closing round 3", time.Minute, func() bool { return lowHead(swarm) >= 3 })
 	gate.Cut(swarm[0].host)
 	from, _ := head(swarm[0])
@@ -204,6 +166,35 @@ func TestThreeEqualNodesEndOnOneRoot(t *testing.T) {
 	for _, n := range swarm {
 		if slashed := n.trainingStatus().Slashed; len(slashed) > 0 {
 			t.Errorf("%s slashed %v", n.ID(), slashed)
+		}
+	}
+}
+
+// equalStakesApart is the spec of the split tests: equal stakes, a quorum no side of a
+// split reaches (each closes its rounds at the maximum deadline of 2 s), a repair window
+// of 2 and no checkpoint in the run.
+func equalStakesApart(s *configs.Spec) {
+	s.Round = configs.RoundSpec{Quorum: 0.9, DeadlineMin: 1, DeadlineMax: 2}
+	s.Agreement.CheckpointEvery = 1000
+	s.Agreement.RepairDepth = 2
+	for id := range s.Incentives.Stakes {
+		s.Incentives.Stakes[id] = 100
+	}
+}
+
+// swarmPoll returns a poll of cond for at most limit that, when it times out, logs where
+// each node of swarm stands and fails the test.
+func swarmPoll(t *testing.T, ctx context.Context, swarm []*Node) func(what string, limit time.Duration, cond func() bool) {
+	return func(what string, limit time.Duration, cond func() bool) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		if err := p2ptest.Poll(pctx, what, 50*time.Millisecond, cond); err != nil {
+			for _, n := range swarm {
+				h, _ := head(n)
+				t.Logf("%s: head %d, root %x, agreement %+v, last resync %+v", n.ID(), h, storedRoot(t, n, h), n.train.loop.Agreement(), n.lastResync.Load())
+			}
+			t.Fatal(err)
 		}
 	}
 }

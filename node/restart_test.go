@@ -395,22 +395,8 @@ func TestRunningNodeFarBehindResyncs(t *testing.T) {
 // and a record signed by a minority of the node's ledger is no majority however many
 // powerless signers add to it.
 func TestCatchUpHeadNeedsAMajorityOfTheVotingPower(t *testing.T) {
-	ids := make([]peer.ID, 6)
-	for i := range ids {
-		k, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i], _ = peer.IDFromPrivateKey(k)
-	}
-	var g incentives.Genesis
-	for _, id := range ids[:4] { // ids[4] and ids[5] hold no stake
-		g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: 1000})
-	}
-	led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := newPeerIDs(t, 6)
+	led := stakeLedger(t, ids[:4], 1000, 1000, 1000, 1000) // ids[4] and ids[5] hold no stake
 	at := func(p peer.ID, r uint64, root byte) peerHead {
 		return peerHead{from: p, rec: &incentives.Record{Round: r, NewRoot: bytes.Repeat([]byte{root}, 32)}}
 	}
@@ -444,22 +430,8 @@ func TestCatchUpHeadNeedsAMajorityOfTheVotingPower(t *testing.T) {
 // followOf then takes a round's record only when every followed peer that answered
 // committed the same.
 func TestPluralityPicksOneLineageOfASplit(t *testing.T) {
-	ids := make([]peer.ID, 6)
-	for i := range ids {
-		k, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i], _ = peer.IDFromPrivateKey(k)
-	}
-	var g incentives.Genesis
-	for _, id := range ids[:4] { // ids[4] and ids[5] hold no stake
-		g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: 1000})
-	}
-	led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := newPeerIDs(t, 6)
+	led := stakeLedger(t, ids[:4], 1000, 1000, 1000, 1000) // ids[4] and ids[5] hold no stake
 	at := func(p peer.ID, root byte) peerHead {
 		return peerHead{from: p, rec: &incentives.Record{Round: 10, NewRoot: bytes.Repeat([]byte{root}, 32)}}
 	}
@@ -520,14 +492,7 @@ func TestPluralityPicksOneLineageOfASplit(t *testing.T) {
 // of a record changes no pick. Before the node counted itself, each node of the 30/30 pair
 // saw its partner's 30 against 40 and took the minority's lineage.
 func TestPluralityCountsTheNodeItself(t *testing.T) {
-	keys := make([]peer.ID, 6)
-	for i := range keys {
-		k, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i], _ = peer.IDFromPrivateKey(k)
-	}
+	keys := newPeerIDs(t, 6)
 	slices.Sort(keys) // keys[0] is the least peer ID
 	rec := func(root byte) *incentives.Record {
 		return &incentives.Record{Round: 10, NewRoot: bytes.Repeat([]byte{root}, 32)}
@@ -549,14 +514,7 @@ func TestPluralityCountsTheNodeItself(t *testing.T) {
 		// Two halves, one node silent: nobody can tell, and each stays.
 		{"halves, one silent", []uint64{100, 100, 100, 100}, []byte{2, 1, 2, 0}, 0},
 	} {
-		var g incentives.Genesis
-		for i, st := range c.stakes {
-			g.Stakes = append(g.Stakes, incentives.Stake{Peer: keys[i+1].String(), Amount: st})
-		}
-		led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
-		if err != nil {
-			t.Fatal(err)
-		}
+		led := stakeLedger(t, keys[1:len(c.stakes)+1], c.stakes...)
 		// keys[0], the least ID, holds no stake and answers a copy of the losing side's record.
 		var loser byte = 1
 		if c.want == 1 {
@@ -589,14 +547,7 @@ func TestPluralityCountsTheNodeItself(t *testing.T) {
 // head or a record could never be taken); with 4 voters and many powerless topic peers it
 // stays at joinPeers, voters first; never itself.
 func TestAskOrderReachesAMajorityOfManyEqualVoters(t *testing.T) {
-	ids := make([]peer.ID, 60)
-	for i := range ids {
-		k, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i], _ = peer.IDFromPrivateKey(k)
-	}
+	ids := newPeerIDs(t, 60)
 	ledger := func(voters []peer.ID) *incentives.State {
 		var g incentives.Genesis
 		for _, id := range voters {
@@ -659,4 +610,32 @@ func checkStatusListsEveryRound(t *testing.T, n *Node, from, to uint64) {
 	if st.NextRound < to {
 		t.Fatalf("after catching up to round %d the status's next round is %d", to, st.NextRound)
 	}
+}
+
+// newPeerIDs returns n fresh peer IDs.
+func newPeerIDs(t *testing.T, n int) []peer.ID {
+	t.Helper()
+	ids := make([]peer.ID, n)
+	for i := range ids {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i], _ = peer.IDFromPrivateKey(k)
+	}
+	return ids
+}
+
+// stakeLedger is a genesis ledger in which ids[i] stakes amounts[i].
+func stakeLedger(t *testing.T, ids []peer.ID, amounts ...uint64) *incentives.State {
+	t.Helper()
+	var g incentives.Genesis
+	for i, id := range ids {
+		g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: amounts[i]})
+	}
+	led, err := incentives.NewState(incentives.Params{MinStake: 100, Reward: 10, JailRounds: 3, EvidenceWindow: 4}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return led
 }
