@@ -75,18 +75,8 @@ func TestEqualHalvesOnTwoLineagesConverge(t *testing.T) {
 
 	var at uint64
 	poll("one root on all four", 150*time.Second, func() bool {
-		m := lowHead(swarm)
-		if m <= uint64(restored) {
-			return false
-		}
-		want := storedRoot(t, swarm[0], m)
-		for _, n := range swarm[1:] {
-			if !bytes.Equal(storedRoot(t, n, m), want) {
-				return false
-			}
-		}
-		at = m
-		return true
+		at = oneRootPast(t, swarm, uint64(restored))
+		return at > 0
 	})
 	// The store holds their rounds a moment before the resync is counted.
 	var rewound []string
@@ -143,18 +133,8 @@ func TestThreeEqualNodesEndOnOneRoot(t *testing.T) {
 	t.Logf("let back at round %d, cut off after round %d", restored, from)
 	var at uint64
 	poll("one root on all three", 150*time.Second, func() bool {
-		m := lowHead(swarm)
-		if m <= restored {
-			return false
-		}
-		want := storedRoot(t, swarm[0], m)
-		for _, n := range swarm[1:] {
-			if !bytes.Equal(storedRoot(t, n, m), want) {
-				return false
-			}
-		}
-		at = m
-		return true
+		at = oneRootPast(t, swarm, restored)
+		return at > 0
 	})
 	var resynced []string
 	for i, n := range swarm {
@@ -197,4 +177,20 @@ func swarmPoll(t *testing.T, ctx context.Context, swarm []*Node) func(what strin
 			t.Fatal(err)
 		}
 	}
+}
+
+// oneRootPast is the last round every node of swarm closed, when it is past round after
+// and all of them hold one state root of it; 0 otherwise.
+func oneRootPast(t *testing.T, swarm []*Node, after uint64) uint64 {
+	m := lowHead(swarm)
+	if m <= after {
+		return 0
+	}
+	want := storedRoot(t, swarm[0], m)
+	for _, n := range swarm[1:] {
+		if !bytes.Equal(storedRoot(t, n, m), want) {
+			return 0
+		}
+	}
+	return m
 }
