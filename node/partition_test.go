@@ -148,11 +148,7 @@ func TestPartitionedNodeRepairsToTheCanonicalRoot(t *testing.T) {
 	gate.Restore()
 	alone, _ := head(cut) // the last round it closed while cut off
 	restored := medianHead(others)
-	for _, n := range append([]*Node{boot}, others...) {
-		if err := cut.host.Connect(ctx, n.host.AddrInfo()); err != nil {
-			t.Fatalf("reconnecting to %s: %v", n.ID(), err)
-		}
-	}
+	reconnect(t, ctx, cut, append([]*Node{boot}, others...)...)
 	t.Logf("%s: let back; the others closed rounds %d to %d, %v without it; it closed up to %d", time.Now().Format("15:04:05.000"), start+1, restored, missed, alone)
 
 	// Within 2 rounds: before it and most others close round restored+3, the node holds

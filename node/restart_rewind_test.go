@@ -84,11 +84,7 @@ func TestNodeOffLineageAtThePeersHeadRewinds(t *testing.T) {
 		gate.Restore()
 		alone, _ := head(cut)
 		restored := lowHead(others)
-		for _, n := range append([]*Node{boot}, others...) {
-			if err := cut.host.Connect(ctx, n.host.AddrInfo()); err != nil {
-				t.Fatalf("reconnecting to %s: %v", n.ID(), err)
-			}
-		}
+		reconnect(t, ctx, cut, append([]*Node{boot}, others...)...)
 		t.Logf("cut %d: let back at the others' round %d; it closed up to %d alone from round %d", cycle, restored, alone, from)
 		var back uint64
 		letBack := time.Now()

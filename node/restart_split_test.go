@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,14 +58,8 @@ func TestEqualHalvesOnTwoLineagesConverge(t *testing.T) {
 	for _, f := range fences {
 		f.Lower()
 	}
-	for _, a := range swarm {
-		for _, b := range append([]*Node{boot}, swarm...) {
-			if a != b {
-				if err := a.host.Connect(ctx, b.host.AddrInfo()); err != nil {
-					t.Fatalf("reconnecting %s to %s: %v", a.ID(), b.ID(), err)
-				}
-			}
-		}
+	for i, a := range swarm {
+		reconnect(t, ctx, a, append([]*Node{boot}, slices.Delete(slices.Clone(swarm), i, i+1)...)...)
 	}
 	restored := 0
 	for _, n := range swarm {
@@ -125,11 +120,7 @@ func TestThreeEqualNodesEndOnOneRoot(t *testing.T) {
 		h, _ := head(n)
 		restored = max(restored, h)
 	}
-	for _, n := range append([]*Node{boot}, swarm[1:]...) {
-		if err := swarm[0].host.Connect(ctx, n.host.AddrInfo()); err != nil {
-			t.Fatalf("reconnecting to %s: %v", n.ID(), err)
-		}
-	}
+	reconnect(t, ctx, swarm[0], append([]*Node{boot}, swarm[1:]...)...)
 	t.Logf("let back at round %d, cut off after round %d", restored, from)
 	var at uint64
 	poll("one root on all three", 150*time.Second, func() bool {
@@ -193,4 +184,15 @@ func oneRootPast(t *testing.T, swarm []*Node, after uint64) uint64 {
 		}
 	}
 	return m
+}
+
+// reconnect dials n to each of to (a partition's gate or fence lowered: the hosts do not
+// reconnect at once by themselves).
+func reconnect(t *testing.T, ctx context.Context, n *Node, to ...*Node) {
+	t.Helper()
+	for _, p := range to {
+		if err := n.host.Connect(ctx, p.host.AddrInfo()); err != nil {
+			t.Fatalf("reconnecting %s to %s: %v", n.ID(), p.ID(), err)
+		}
+	}
 }

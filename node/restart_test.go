@@ -356,11 +356,7 @@ func TestRunningNodeFarBehindResyncs(t *testing.T) {
 	gate.Restore()
 	alone, _ := head(cut)
 	restored := lowHead(others)
-	for _, n := range append([]*Node{boot}, others...) {
-		if err := cut.host.Connect(ctx, n.host.AddrInfo()); err != nil {
-			t.Fatalf("reconnecting to %s: %v", n.ID(), err)
-		}
-	}
+	reconnect(t, ctx, cut, append([]*Node{boot}, others...)...)
 	t.Logf("let back at the others' round %d; it closed up to %d alone", restored, alone)
 	var at uint64
 	poll("the cut node back on the others' root", func() bool {
