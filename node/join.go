@@ -117,10 +117,12 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 
 // committed asks the peers for their committed records of round r (headRound: of their
 // last closed round) and keeps those signed by the peer asked, for this network and run,
-// of round r.
+// of round r. Only peers with stake in j.trust are asked when it is set: a record of a
+// key without stake neither weighs nor breaks a tie nor is followed, and a stakeless peer
+// that stalls would hold every ask up for joinAskWait.
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
-	for p, data := range j.askAll(ctx, j.peers, committedRequest(r)) {
+	for p, data := range j.askAll(ctx, j.voters(), committedRequest(r)) {
 		sr, rec, err := incentives.DecodeSignedRecord(data)
 		if err == nil {
 			err = sr.Verify()
@@ -134,6 +136,16 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	}
 	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
 	return out
+}
+
+// voters are the peers to ask for committed records: j.peers, less those without stake
+// in j.trust when it is set. Stake is never added after genesis, so no later ledger gives
+// one of them a vote.
+func (j *joiner) voters() []peer.ID {
+	if j.trust == nil {
+		return j.peers
+	}
+	return slices.DeleteFunc(slices.Clone(j.peers), func(p peer.ID) bool { return j.trust.Stake(p.String()) == 0 })
 }
 
 // headOfPower is the highest round that heads carrying more than half of led's voting
@@ -349,8 +361,14 @@ func (j *joiner) forward(ctx context.Context, out *joined) error {
 	}
 }
 
-// replay closes rec's round again from out's state with the shards fetched for it.
+// replay closes rec's round again from out's state with the shards fetched for it. A
+// record that does not follow the state reached is refused before anything is fetched
+// for it.
 func (j *joiner) replay(ctx context.Context, out *joined, rec *incentives.Record, signers []peer.ID) error {
+	if rec.Round != out.ledger.Round || !bytes.Equal(rec.PrevRoot, out.ledger.Head) {
+		return &ReplayError{Round: rec.Round, Err: fmt.Errorf("the record of round %d follows %x, the state reached is round %d at %x",
+			rec.Round, rec.PrevRoot[:min(8, len(rec.PrevRoot))], out.ledger.Round, out.ledger.Head[:min(8, len(out.ledger.Head))])}
+	}
 	shards, err := j.shards(ctx, rec, signers)
 	if err != nil {
 		return err

@@ -53,12 +53,13 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 				extra++
 			}
 		}
+		order = slices.DeleteFunc(order, func(p peer.ID) bool { return p == j.n.host.ID() }) // its own store is read first
 		for _, cid := range c.Shards {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				sh, err := j.shard(ctx, rec.Round, c.Peer, cid, own[string(cid)], order)
+				sh, err := j.shard(ctx, rec.Round, c.Peer, len(c.Shards), cid, own[string(cid)], order)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -96,13 +97,18 @@ func (j *joiner) ownShards(r uint64) map[string][]byte {
 }
 
 // shard asks the peers in turn for the stored shard of round r with payload CID cid,
-// until one sends a shard of r, of peer owner, whose payload hashes to cid.
-func (j *joiner) shard(ctx context.Context, r uint64, owner string, cid, own []byte, order []peer.ID) (store.Shard, error) {
+// until one sends a shard of this network and run, of r, of peer owner, one of count (the
+// shards the record lists for owner), whose payload hashes to cid. Its index is not bound
+// by anything the record signs (the header's signature is the attested key's, and the
+// replay checks no attestation): a peer that serves the right payload under another
+// index makes the round's replay miss the record's root, and the catch-up fails and tries
+// again; it cannot make it take a wrong state.
+func (j *joiner) shard(ctx context.Context, r uint64, owner string, count int, cid, own []byte, order []peer.ID) (store.Shard, error) {
 	for i := -1; i < len(order); i++ {
 		var data []byte
 		if i < 0 { // its own store first (own): checked as a peer's answer
 			data = own
-		} else if p := order[i]; p != j.n.host.ID() && ctx.Err() == nil {
+		} else if p := order[i]; ctx.Err() == nil {
 			got, err := j.fetch.fetch(ctx, p, storedShardRequest(r, cid))
 			if err != nil {
 				continue
@@ -118,7 +124,8 @@ func (j *joiner) shard(ctx context.Context, r uint64, owner string, cid, own []b
 			continue
 		}
 		h := &s.Header
-		if h.Round == r && h.Peer == owner && bytes.Equal(h.PayloadCID, cid) && bytes.Equal(verify.PayloadCID(s.Payload), cid) {
+		if h.Network == j.rep.network && h.Run == j.rep.run && h.Round == r && h.Peer == owner && int(h.Count) == count &&
+			bytes.Equal(h.PayloadCID, cid) && bytes.Equal(verify.PayloadCID(s.Payload), cid) {
 			return store.Shard{Peer: owner, Index: h.Index, Data: data}, nil
 		}
 	}

@@ -1,0 +1,167 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/verify"
+)
+
+// answering is a requester whose staked peers answer a committed-record request with
+// their signed record and whose other peers stall until the ask gives up; it notes who
+// was asked.
+type answering struct {
+	mu      sync.Mutex
+	asked   []peer.ID
+	records map[peer.ID][]byte
+}
+
+func (a *answering) Request(ctx context.Context, to peer.ID, _ string, _ []byte, _ int) ([]byte, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, to)
+	data, ok := a.records[to]
+	a.mu.Unlock()
+	if !ok {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return data, nil
+}
+
+// TestCommittedAsksOnlyStakedPeers: a catch-up asks for committed records only the peers
+// with stake, so that a stakeless peer that never answers (whose record could weigh
+// nothing) does not hold every ask up for joinAskWait; the staked peers' records come.
+func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
+	const network, run = "net", "run"
+	var keys []crypto.PrivKey
+	var ids []peer.ID
+	for range 4 {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(k)
+		keys, ids = append(keys, k), append(ids, id)
+	}
+	led := stakeLedger(t, ids[:3], 1000, 1000, 1000) // ids[3] holds no stake
+	fake := &answering{records: map[peer.ID][]byte{}}
+	for i := range 3 {
+		rec := &incentives.Record{Version: incentives.RecordVersion, Round: 10,
+			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{2}, 32)}
+		sr, err := incentives.SignCommitted(keys[i], network, run, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fake.records[ids[i]] = sr.Marshal()
+	}
+	j := &joiner{
+		n:     &Node{log: slog.New(slog.DiscardHandler)},
+		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+		rep:   &replayer{network: network, run: run},
+		peers: slices.Clone(ids),
+		trust: led,
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*joinAskWait)
+	defer cancel()
+	heads := j.committed(ctx, 10)
+	if len(heads) != 3 {
+		t.Fatalf("%d committed records came, want the 3 staked peers'", len(heads))
+	}
+	if slices.Contains(fake.asked, ids[3]) {
+		t.Fatal("the stakeless peer was asked for its committed record")
+	}
+	rec, signers, err := majorityOf(heads, led, 10)
+	if err != nil || len(signers) != 3 || rec.NewRoot[0] != 2 {
+		t.Fatalf("majority %v by %v (%v), want the record all three staked peers sent", rec, signers, err)
+	}
+
+	// Without a ledger to weigh by, every peer is asked (and the stalling one is waited for).
+	fake.asked = nil
+	j.trust = nil
+	short, cancelShort := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancelShort()
+	if heads := j.committed(short, 10); len(heads) != 3 || !slices.Contains(fake.asked, ids[3]) {
+		t.Fatalf("with no ledger: %d records, asked %v", len(heads), fake.asked)
+	}
+}
+
+// TestReplayRefusesARecordThatDoesNotFollowBeforeFetching: a record whose previous root
+// is not the head of the state reached is refused before any of its shards is asked for.
+func TestReplayRefusesARecordThatDoesNotFollowBeforeFetching(t *testing.T) {
+	ids := newPeerIDs(t, 2)
+	led := stakeLedger(t, ids, 1000, 1000)
+	fake := &answering{records: map[peer.ID][]byte{}}
+	j := &joiner{
+		n:     &Node{log: slog.New(slog.DiscardHandler)},
+		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+		rep:   &replayer{network: "net", run: "run"},
+		peers: slices.Clone(ids),
+		trust: led,
+	}
+	out := &joined{ledger: led}
+	rec := &incentives.Record{Version: incentives.RecordVersion, Round: 0,
+		PrevRoot: bytes.Repeat([]byte{9}, 32), NewRoot: bytes.Repeat([]byte{2}, 32),
+		Contributions: []incentives.Contribution{{Peer: ids[0].String(), Shards: [][]byte{{1, 2, 3}}}}}
+	err := j.replay(t.Context(), out, rec, ids)
+	var re *ReplayError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "follows") {
+		t.Fatalf("replaying a record off the state reached: %v, want a ReplayError naming what it follows", err)
+	}
+	if len(fake.asked) != 0 {
+		t.Fatalf("shards asked of %v for a record that does not follow", fake.asked)
+	}
+}
+
+// TestReplayShardMustBeOfTheNetworkAndCount: a peer serving a replay the right payload
+// under a header of another network, or of another shard count than the record lists,
+// is passed over for the next peer, whose shard is taken.
+func TestReplayShardMustBeOfTheNetworkAndCount(t *testing.T) {
+	ids := newPeerIDs(t, 4)
+	owner := ids[0].String()
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte("a compressed pseudo-gradient")
+	shard := func(network string, count uint32) []byte {
+		s, err := verify.SignShard(key, verify.ShardHeader{Network: network, Run: "run", Round: 7, Peer: owner,
+			Index: 0, Count: count, BundleHash: make([]byte, 32)}, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := s.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	fake := &answering{records: map[peer.ID][]byte{
+		ids[1]: shard("net", 2),   // one of two: the record lists one
+		ids[2]: shard("other", 1), // another network's
+		ids[3]: shard("net", 1),
+	}}
+	j := &joiner{
+		n:     &Node{log: slog.New(slog.DiscardHandler)},
+		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+		rep:   &replayer{network: "net", run: "run", maxPayload: 1 << 20},
+	}
+	got, err := j.shard(t.Context(), 7, owner, 1, verify.PayloadCID(payload), nil, ids[1:])
+	if err != nil || !bytes.Equal(got.Data, fake.records[ids[3]]) {
+		t.Fatalf("took %d bytes (%v), want the shard of the last peer, the only one of this network and count", len(got.Data), err)
+	}
+	if len(fake.asked) != 3 {
+		t.Fatalf("asked %d peers, want 3", len(fake.asked))
+	}
+}
