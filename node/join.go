@@ -69,6 +69,10 @@ type joiner struct {
 	// record of most power at the round the node compared itself with (lineageOf); nil
 	// outside such a catch-up.
 	follow []peer.ID
+	// stakers are the peers with voting power at genesis, the only ones ever to vote
+	// (voters); nil: every peer is asked.
+	stakers map[peer.ID]bool
+	self    peer.ID // this node
 }
 
 // joined is what a join found: the checkpoint it starts from (nil: genesis), the rounds
@@ -117,9 +121,9 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 
 // committed asks the peers for their committed records of round r (headRound: of their
 // last closed round) and keeps those signed by the peer asked, for this network and run,
-// of round r. Only peers with stake in j.trust are asked when it is set: a record of a
-// key without stake neither weighs nor breaks a tie nor is followed, and a stakeless peer
-// that stalls would hold every ask up for joinAskWait.
+// of round r. Only the peers with voting power at genesis are asked (when j.stakers is
+// set): no other key ever has a vote, so its record neither weighs nor breaks a tie nor is
+// followed, and one that stalls would hold every ask up for joinAskWait.
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
 	for p, data := range j.askAll(ctx, j.voters(), committedRequest(r)) {
@@ -138,14 +142,16 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	return out
 }
 
-// voters are the peers to ask for committed records: j.peers, less those without stake
-// in j.trust when it is set. Stake is never added after genesis, so no later ledger gives
-// one of them a vote.
+// voters are the peers to ask for committed records: j.peers, less those without voting
+// power at genesis when j.stakers is set. Stake is never added after genesis, only
+// slashed, so no ledger of any lineage gives one of them a vote; a peer slashed since
+// genesis is still asked: a rewind or a repair weighs rounds before its slash by ledgers
+// in which it votes.
 func (j *joiner) voters() []peer.ID {
-	if j.trust == nil {
+	if j.stakers == nil {
 		return j.peers
 	}
-	return slices.DeleteFunc(slices.Clone(j.peers), func(p peer.ID) bool { return j.trust.Stake(p.String()) == 0 })
+	return slices.DeleteFunc(slices.Clone(j.peers), func(p peer.ID) bool { return !j.stakers[p] })
 }
 
 // headOfPower is the highest round that heads carrying more than half of led's voting

@@ -20,10 +20,11 @@ import (
 
 // shards fetches the shards rec lists, each by round and payload CID: from the node's
 // own store when it holds it (a round before a split it rewinds over), else from the
-// contribution's peer first, then from the signers of rec, then from at most joinPeers
-// other staked peers the catch-up asks (a peer that included the contribution in a round
-// of its own lineage keeps its shards too): each must be a shard of that round, peer and
-// CID. The first shard nobody serves stops the others' fetches.
+// signers of rec first (each checked the shard's signature when it took it), then from the
+// contribution's peer, then from at most joinPeers other staked peers the catch-up asks (a
+// peer that included the contribution in a round of its own lineage keeps its shards
+// too): each must be a shard of that round, peer and CID. The first shard nobody serves
+// stops the others' fetches.
 func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []peer.ID) ([]store.Shard, error) {
 	ctx, cancel := context.WithCancel(ctx) // one shard nobody serves fails the round: stop the others
 	defer cancel()
@@ -34,14 +35,9 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, joinParallel)
 	for _, c := range rec.Contributions {
-		var order []peer.ID
-		if id, err := peer.Decode(c.Peer); err == nil {
+		order := slices.Clone(signers)
+		if id, err := peer.Decode(c.Peer); err == nil && !slices.Contains(order, id) {
 			order = append(order, id)
-		}
-		for _, p := range signers {
-			if !slices.Contains(order, p) {
-				order = append(order, p)
-			}
 		}
 		extra := 0
 		for _, p := range j.peers {
@@ -53,7 +49,7 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 				extra++
 			}
 		}
-		order = slices.DeleteFunc(order, func(p peer.ID) bool { return p == j.n.host.ID() }) // its own store is read first
+		order = slices.DeleteFunc(order, func(p peer.ID) bool { return p == j.self }) // its own store is read first
 		for _, cid := range c.Shards {
 			wg.Add(1)
 			sem <- struct{}{}
@@ -101,8 +97,9 @@ func (j *joiner) ownShards(r uint64) map[string][]byte {
 // shards the record lists for owner), whose payload hashes to cid. Its index is not bound
 // by anything the record signs (the header's signature is the attested key's, and the
 // replay checks no attestation): a peer that serves the right payload under another
-// index makes the round's replay miss the record's root, and the catch-up fails and tries
-// again; it cannot make it take a wrong state.
+// index makes the round's replay miss the record's root, so the catch-up fails; it cannot
+// make it take a wrong state. The signers, who took the shard with its signature checked,
+// are asked before the contribution's own peer, which could sign such a header.
 func (j *joiner) shard(ctx context.Context, r uint64, owner string, count int, cid, own []byte, order []peer.ID) (store.Shard, error) {
 	for i := -1; i < len(order); i++ {
 		var data []byte
@@ -188,9 +185,17 @@ func (n *Node) joinRun(ctx context.Context) error {
 
 // newJoiner is a joiner of this node, keeping the last repair_depth rounds replayed.
 func (n *Node) newJoiner() *joiner {
-	j := &joiner{n: n, fetch: newFetchClient(n.host, n.opts.Spec.NetworkID(), wireOf(n.opts.Spec)),
+	j := &joiner{n: n, self: n.host.ID(), fetch: newFetchClient(n.host, n.opts.Spec.NetworkID(), wireOf(n.opts.Spec)),
 		rep: newReplayer(n.train.params, n.opts.Spec, n.host.ID().String())}
 	j.rep.keep = repairDepth(n.opts.Spec)
+	if g, err := n.train.params.GenesisState(); err == nil { // the spec's genesis was checked at start
+		j.stakers = map[peer.ID]bool{}
+		for _, st := range n.train.params.Genesis.Stakes {
+			if id, err := peer.Decode(st.Peer); err == nil && g.Power(st.Peer) > 0 {
+				j.stakers[id] = true
+			}
+		}
+	}
 	return j
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -41,8 +43,11 @@ func (a *answering) Request(ctx context.Context, to peer.ID, _ string, _ []byte,
 }
 
 // TestCommittedAsksOnlyStakedPeers: a catch-up asks for committed records only the peers
-// with stake, so that a stakeless peer that never answers (whose record could weigh
-// nothing) does not hold every ask up for joinAskWait; the staked peers' records come.
+// with voting power at genesis, so that a peer without any (whose record could weigh
+// nothing) that never answers does not hold every ask up for joinAskWait. A genesis
+// staker slashed to nothing by the node's own ledger is still asked: a rewind weighs the
+// rounds before its slash by ledgers in which it votes, and without it two of four equal
+// voters are no majority.
 func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 	const network, run = "net", "run"
 	var keys []crypto.PrivKey
@@ -55,7 +60,7 @@ func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 		id, _ := peer.IDFromPrivateKey(k)
 		keys, ids = append(keys, k), append(ids, id)
 	}
-	led := stakeLedger(t, ids[:3], 1000, 1000, 1000) // ids[3] holds no stake
+	led := stakeLedger(t, ids[:3], 1000, 1000, 1000) // the genesis ledger: ids[3] holds no stake
 	fake := &answering{records: map[peer.ID][]byte{}}
 	for i := range 3 {
 		rec := &incentives.Record{Version: incentives.RecordVersion, Round: 10,
@@ -67,17 +72,18 @@ func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 		fake.records[ids[i]] = sr.Marshal()
 	}
 	j := &joiner{
-		n:     &Node{log: slog.New(slog.DiscardHandler)},
-		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
-		rep:   &replayer{network: network, run: run},
-		peers: slices.Clone(ids),
-		trust: led,
+		n:       &Node{log: slog.New(slog.DiscardHandler)},
+		fetch:   &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+		rep:     &replayer{network: network, run: run},
+		peers:   slices.Clone(ids),
+		trust:   stakeLedger(t, ids[:2], 1000, 1000), // its own head: ids[2] slashed since genesis
+		stakers: map[peer.ID]bool{ids[0]: true, ids[1]: true, ids[2]: true},
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*joinAskWait)
 	defer cancel()
 	heads := j.committed(ctx, 10)
 	if len(heads) != 3 {
-		t.Fatalf("%d committed records came, want the 3 staked peers'", len(heads))
+		t.Fatalf("%d committed records came, want the 3 genesis stakers'", len(heads))
 	}
 	if slices.Contains(fake.asked, ids[3]) {
 		t.Fatal("the stakeless peer was asked for its committed record")
@@ -87,56 +93,70 @@ func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 		t.Fatalf("majority %v by %v (%v), want the record all three staked peers sent", rec, signers, err)
 	}
 
-	// Without a ledger to weigh by, every peer is asked (and the stalling one is waited for).
+	// Without the genesis stakers, every peer is asked (and the stalling one is waited for).
 	fake.asked = nil
-	j.trust = nil
+	j.stakers = nil
 	short, cancelShort := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancelShort()
 	if heads := j.committed(short, 10); len(heads) != 3 || !slices.Contains(fake.asked, ids[3]) {
-		t.Fatalf("with no ledger: %d records, asked %v", len(heads), fake.asked)
+		t.Fatalf("with no stakers: %d records, asked %v", len(heads), fake.asked)
 	}
 }
 
 // TestReplayRefusesARecordThatDoesNotFollowBeforeFetching: a record whose previous root
-// is not the head of the state reached is refused before any of its shards is asked for.
+// is not the head of the state reached, or of another round, is refused before any of its
+// shards is asked for.
 func TestReplayRefusesARecordThatDoesNotFollowBeforeFetching(t *testing.T) {
 	ids := newPeerIDs(t, 2)
 	led := stakeLedger(t, ids, 1000, 1000)
 	fake := &answering{records: map[peer.ID][]byte{}}
+	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
 	j := &joiner{
-		n:     &Node{log: slog.New(slog.DiscardHandler)},
+		n:     &Node{log: slog.New(slog.DiscardHandler), ledger: &ledger{st: st}},
 		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
 		rep:   &replayer{network: "net", run: "run"},
 		peers: slices.Clone(ids),
 		trust: led,
 	}
-	out := &joined{ledger: led}
-	rec := &incentives.Record{Version: incentives.RecordVersion, Round: 0,
-		PrevRoot: bytes.Repeat([]byte{9}, 32), NewRoot: bytes.Repeat([]byte{2}, 32),
-		Contributions: []incentives.Contribution{{Peer: ids[0].String(), Shards: [][]byte{{1, 2, 3}}}}}
-	err := j.replay(t.Context(), out, rec, ids)
-	var re *ReplayError
-	if !errors.As(err, &re) || !strings.Contains(err.Error(), "follows") {
-		t.Fatalf("replaying a record off the state reached: %v, want a ReplayError naming what it follows", err)
-	}
-	if len(fake.asked) != 0 {
-		t.Fatalf("shards asked of %v for a record that does not follow", fake.asked)
+	for _, c := range []struct {
+		name  string
+		round uint64
+		prev  []byte
+	}{
+		{"another previous root", 0, bytes.Repeat([]byte{9}, 32)},
+		{"another round", 1, led.Head},
+	} {
+		out := &joined{ledger: led}
+		rec := &incentives.Record{Version: incentives.RecordVersion, Round: c.round, PrevRoot: c.prev, NewRoot: bytes.Repeat([]byte{2}, 32),
+			Contributions: []incentives.Contribution{{Peer: ids[0].String(), Shards: [][]byte{{1, 2, 3}}}}}
+		err := j.replay(t.Context(), out, rec, ids)
+		var re *ReplayError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "follows") {
+			t.Fatalf("%s: %v, want a ReplayError naming what it follows", c.name, err)
+		}
+		if len(fake.asked) != 0 {
+			t.Fatalf("%s: shards asked of %v for a record that does not follow", c.name, fake.asked)
+		}
 	}
 }
 
 // TestReplayShardMustBeOfTheNetworkAndCount: a peer serving a replay the right payload
-// under a header of another network, or of another shard count than the record lists,
-// is passed over for the next peer, whose shard is taken.
+// under a header of another network or run, or of another shard count than the record
+// lists, is passed over for the next peer, whose shard is taken.
 func TestReplayShardMustBeOfTheNetworkAndCount(t *testing.T) {
-	ids := newPeerIDs(t, 4)
+	ids := newPeerIDs(t, 5)
 	owner := ids[0].String()
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	payload := []byte("a compressed pseudo-gradient")
-	shard := func(network string, count uint32) []byte {
-		s, err := verify.SignShard(key, verify.ShardHeader{Network: network, Run: "run", Round: 7, Peer: owner,
+	shard := func(network, run string, count uint32) []byte {
+		s, err := verify.SignShard(key, verify.ShardHeader{Network: network, Run: run, Round: 7, Peer: owner,
 			Index: 0, Count: count, BundleHash: make([]byte, 32)}, payload)
 		if err != nil {
 			t.Fatal(err)
@@ -148,9 +168,10 @@ func TestReplayShardMustBeOfTheNetworkAndCount(t *testing.T) {
 		return data
 	}
 	fake := &answering{records: map[peer.ID][]byte{
-		ids[1]: shard("net", 2),   // one of two: the record lists one
-		ids[2]: shard("other", 1), // another network's
-		ids[3]: shard("net", 1),
+		ids[1]: shard("net", "run", 2),   // one of two: the record lists one
+		ids[2]: shard("other", "run", 1), // another network's
+		ids[3]: shard("net", "run-2", 1), // another run's
+		ids[4]: shard("net", "run", 1),
 	}}
 	j := &joiner{
 		n:     &Node{log: slog.New(slog.DiscardHandler)},
@@ -158,10 +179,10 @@ func TestReplayShardMustBeOfTheNetworkAndCount(t *testing.T) {
 		rep:   &replayer{network: "net", run: "run", maxPayload: 1 << 20},
 	}
 	got, err := j.shard(t.Context(), 7, owner, 1, verify.PayloadCID(payload), nil, ids[1:])
-	if err != nil || !bytes.Equal(got.Data, fake.records[ids[3]]) {
-		t.Fatalf("took %d bytes (%v), want the shard of the last peer, the only one of this network and count", len(got.Data), err)
+	if err != nil || !bytes.Equal(got.Data, fake.records[ids[4]]) {
+		t.Fatalf("took %d bytes (%v), want the shard of the last peer, the only one of this network, run and count", len(got.Data), err)
 	}
-	if len(fake.asked) != 3 {
-		t.Fatalf("asked %d peers, want 3", len(fake.asked))
+	if len(fake.asked) != 4 {
+		t.Fatalf("asked %d peers, want 4", len(fake.asked))
 	}
 }

@@ -132,7 +132,6 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	}
 	head := led.Round - 1
 	j := n.newJoiner()
-	j.trust = led
 	j.peers = j.askable(led)
 	heads := j.committed(ctx, headRound)
 	n.offerRecords(ctx, heads)
