@@ -196,7 +196,6 @@ func (n *Node) resync(ctx context.Context, c *resyncCause) (bool, error) {
 	}
 	rp.first = max(rp.first, n.train.firstLocal.Load())
 	from := rp.state.Round
-	n.train.resumed = rp
 	n.log.Warn("off the peers' lineage: catching up", "reason", c.why, "head", c.head, "peers_head", c.peers)
 	cu, err := n.catchUpFrom(ctx, rp, catchUpWait)
 	if err != nil {

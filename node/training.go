@@ -42,7 +42,7 @@ type trainingParts struct {
 	spec    *configs.Spec
 	key     crypto.PrivKey // the node's identity: its core signs records with it
 	initial round.State
-	resumed resumePoint // where training started (resume); a catch-up goes on from it
+	resumed resumePoint // where training started (resume); a catch-up goes on from it, then lets it go
 	// firstLocal is the first round the node does local work for: where it started, or
 	// where a late join or a catch-up moved it (reset).
 	firstLocal atomic.Uint64
