@@ -259,6 +259,7 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 	if len(rd.Fetch) > 0 && l.deps.fetch != nil {
 		l.deps.fetch(ctx, rd.Fetch)
 	}
+	l.prog.late(rd.Late)
 	if rd.Train != nil {
 		if err := l.train.start(*rd.Train); err != nil {
 			return err

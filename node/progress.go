@@ -54,6 +54,7 @@ type TrainingStatus struct {
 	WireBytesSent      int64         `json:"wire_bytes_sent"`
 	WireBytesReceived  int64         `json:"wire_bytes_received"`
 	StallS             float64       `json:"stall_s"`
+	LateRounds         int64         `json:"late_rounds"` // rounds whose local work was dropped: the peers had closed them
 	VerifyCPUS         float64       `json:"verify_cpu_s"`
 	PeakRSSBytes       int64         `json:"peak_rss_bytes"`
 	DenseBytesPerRound int64         `json:"dense_bytes_per_round"`
@@ -98,6 +99,24 @@ func newProgress(log *slog.Logger, reg prometheus.Registerer, g gauges, st Train
 
 // roundClosed records a closed round. scored says its loss will follow (evaluated); if not,
 // the round is logged now without one.
+// late notes rounds whose local work the core dropped because the node's peers had closed
+// them (core.Ready.Late), with a log line: the node is slower than its peers, and its
+// contributions to those rounds would have come after their close.
+func (p *progress) late(rounds []uint64) {
+	if len(rounds) == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.st.LateRounds += int64(len(rounds))
+	total := p.st.LateRounds
+	p.mu.Unlock()
+	if p.met != nil {
+		p.met.late.Add(float64(len(rounds)))
+	}
+	p.log.Info("local work dropped: the peers had closed its rounds before it was done (this node is slower than they are)",
+		"rounds", rounds, "late_rounds", total)
+}
+
 func (p *progress) roundClosed(r RoundStatus, slashed []string, scored bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

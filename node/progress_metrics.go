@@ -18,6 +18,7 @@ type progressMetrics struct {
 	rejected     *prometheus.CounterVec
 	contribution prometheus.Counter
 	stall        prometheus.Counter
+	late         prometheus.Counter
 }
 
 func newProgressMetrics(reg prometheus.Registerer, g gauges) (*progressMetrics, error) {
@@ -32,6 +33,8 @@ func newProgressMetrics(reg prometheus.Registerer, g gauges) (*progressMetrics, 
 			"Contributions left out at close, by reason (incomplete, jailed, weight, decode, cap, equivocation).")), []string{"reason"}),
 		contribution: prometheus.NewCounter(prometheus.CounterOpts(opts("contribution_bytes_total", "Bytes of this node's own signed shards."))),
 		stall:        prometheus.NewCounter(prometheus.CounterOpts(opts("stall_seconds_total", "Seconds local work waited for a round to close."))),
+		late: prometheus.NewCounter(prometheus.CounterOpts(opts("local_late_total",
+			"Rounds whose local work this node dropped because its peers had closed them: it is slower than they are."))),
 	}
 	for _, r := range rejectReasons {
 		m.rejected.WithLabelValues(r) // served at 0 until the first rejection
@@ -39,7 +42,7 @@ func newProgressMetrics(reg prometheus.Registerer, g gauges) (*progressMetrics, 
 	node := func(name, help string) prometheus.GaugeOpts {
 		return prometheus.GaugeOpts{Namespace: "lowband", Subsystem: "node", Name: name, Help: help}
 	}
-	cs := []prometheus.Collector{m.closedRounds, m.loss, m.included, m.rejected, m.contribution, m.stall,
+	cs := []prometheus.Collector{m.closedRounds, m.loss, m.included, m.rejected, m.contribution, m.stall, m.late,
 		prometheus.NewCounterFunc(prometheus.CounterOpts(node("verify_seconds_total", "CPU seconds spent verifying gossip.")), func() float64 { return g.verifyCPU().Seconds() }),
 		prometheus.NewGaugeFunc(node("inbox_depth", "Verified events waiting for the round loop."), func() float64 { return float64(g.inbox()) }),
 		prometheus.NewGaugeFunc(node("stash_depth", "Shards kept until their bundle arrives."), func() float64 { return float64(g.stash()) }),

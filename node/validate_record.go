@@ -28,15 +28,15 @@ func (w wire) record(data []byte) (any, p2p.Result, string) {
 }
 
 // recordWindow decides a record's round against the view, as the core does
-// (core.ErrRecordWindow): older than the repair window is late, past the round after the
-// next to close future (Ignore both: the window is this node's view, and a record
-// ignored now is fetched later when it is missed). A round not closed yet is in: the
-// core keeps its records until it closes it.
+// (core.ErrRecordWindow): older than the repair window is late, past RecordsUpTo (the
+// round after the next to close and the repair depth more) future (Ignore both: the
+// window is this node's view, and a record ignored now is fetched later when it is
+// missed). A round not closed yet is in: the core keeps its records until it closes it.
 func recordWindow(v core.View, round uint64) (p2p.Result, string) {
 	switch {
 	case round < v.RepairFrom:
 		return p2p.Ignore, reasonLate
-	case round > v.NextClose+1:
+	case round > v.RecordsUpTo:
 		return p2p.Ignore, reasonFuture
 	}
 	return p2p.Accept, reasonOK

@@ -121,6 +121,13 @@ const MaxRepairLag = 16
 // MaxRepairLag. Rounds close at their own pace whatever a repair waits for; were its
 // round to leave the window with the Depth rounds after it, a fetch slower than those
 // closes would leave this node on its own chain for good (Agreement.Stale).
+// recordsUpTo is the last round whose records the Core keeps: the round after the next
+// to close and Depth more, so that a node a few rounds behind its peers (slower, or
+// restarted) holds their records of the rounds it is yet to close when it gets there: the
+// list vote, its close's wait for the records of its window (aheadOfRecords) and the
+// drop of late local work (late.go) need them, and gossip carries each only once.
+func (c *Core) recordsUpTo() uint64 { return c.nextClose + 1 + c.cfg.Depth }
+
 func (c *Core) repairFrom() uint64 {
 	from := c.nextClose - min(c.nextClose, c.cfg.Depth)
 	if w := c.agree.wait; w != nil && w.from < from {
@@ -184,8 +191,8 @@ func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentive
 	if sr.Signer == c.cfg.Self { // this node's own, back from gossip
 		return Ready{}, nil
 	}
-	if r < c.repairFrom() || r > c.nextClose+1 {
-		return Ready{}, fmt.Errorf("%w: round %d, open to repair %d-%d", ErrRecordWindow, r, c.repairFrom(), c.nextClose+1)
+	if r < c.repairFrom() || r > c.recordsUpTo() {
+		return Ready{}, fmt.Errorf("%w: round %d, open to repair %d-%d", ErrRecordWindow, r, c.repairFrom(), c.recordsUpTo())
 	}
 	if !c.voters()[sr.Signer] {
 		return Ready{}, fmt.Errorf("%w: %s, round %d", ErrRecordNoPower, sr.Signer, r)

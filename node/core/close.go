@@ -144,7 +144,9 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 		rd.Commit.Signed = msg.Data
 	}
 	rd.Publish = append(rd.Publish, msg)
-	c.summarise(now, r, mr, closed, rejected, modelRoot, &rd)
+	if err := c.summarise(now, r, mr, closed, rejected, modelRoot, &rd); err != nil {
+		return Ready{}, err
+	}
 	c.nextClose = r + 1
 	c.keepClosed(r, pre, preLedger, closed.Record, msg)
 	delete(c.rounds, r)
@@ -172,7 +174,7 @@ func (c *Core) recordMessage(rec *incentives.Record) (Message, error) {
 }
 
 // summarise fills rd's Summary and the next local work of a closed round.
-func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incentives.Closed, rejected map[string]int, modelRoot [32]byte, rd *Ready) {
+func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incentives.Closed, rejected map[string]int, modelRoot [32]byte, rd *Ready) error {
 	sum := &Summary{
 		Round: r, Included: mr.Closed.Included, Filtered: mr.Closed.Dropped, Rejected: rejected, Evidence: len(closed.Record.Evidence),
 		Deadline: c.deadline.Current(), ModelRoot: modelRoot, LedgerRoot: closed.State.Root(),
@@ -183,13 +185,17 @@ func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incenti
 		sum.ContributionBytes = o.bytes
 	}
 	if mr.Start != nil {
-		rd.Train = mr.Start
-		if !c.blocked.IsZero() {
+		before := rd.Train
+		if err := c.startChecked(mr.Start, rd); err != nil {
+			return err
+		}
+		if rd.Train != before && !c.blocked.IsZero() {
 			sum.Stall = max(now.Sub(c.blocked), 0)
 			c.blocked = time.Time{}
 		}
 	}
 	rd.Summary = sum
+	return nil
 }
 
 // listed is the inclusion list of a closed round: every included peer with its shards'

@@ -76,6 +76,8 @@ type View struct {
 	// are taken when a repair wants their CID (the fetch path lets them through; gossip
 	// still finds them late).
 	RepairFrom uint64
+	// RecordsUpTo is the last round whose records the core keeps (from RepairFrom on).
+	RecordsUpTo uint64
 	// Voters are the signers whose records the core keeps (those that may weigh in a round
 	// of the window; see ErrRecordNoPower). Read only: it is shared, never modified.
 	Voters map[string]bool
@@ -91,6 +93,9 @@ type Ready struct {
 	Fetch   []Want    // slots missing when a round is about to close
 	Train   *round.Start
 	Summary *Summary // one per closed round
+	// Late are rounds whose local work this node dropped, before it began or when it
+	// ended, because its peers had closed them already (late.go).
+	Late []uint64
 }
 
 // Message is one gossip message to publish: Kind names the topic (KindShards...).
@@ -246,7 +251,11 @@ func (c *Core) Start(now time.Time) (Ready, error) {
 	if err != nil {
 		return Ready{}, fmt.Errorf("core: %w", err)
 	}
-	return Ready{Train: &s}, nil
+	var rd Ready
+	if err := c.startChecked(&s, &rd); err != nil {
+		return Ready{}, err
+	}
+	return rd, nil
 }
 
 // LocalDone reports that local work for round r ended with the parameters local: the
@@ -262,12 +271,34 @@ func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Read
 	if _, dup := c.own[r]; dup || r != c.nextLocal {
 		return Ready{}, fmt.Errorf("%w: local work done for round %d, expected %d", round.ErrOrder, r, c.nextLocal)
 	}
+	if c.peersClosed(r) { // too late to count: dropped, unsigned (late.go)
+		var rd Ready
+		if err := c.skipLate(r, &rd); err != nil {
+			return Ready{}, err
+		}
+		if c.m.Startable() {
+			s, err := c.m.Start()
+			if err != nil {
+				return Ready{}, fmt.Errorf("core: %w", err)
+			}
+			if err := c.startChecked(&s, &rd); err != nil {
+				return Ready{}, err
+			}
+		}
+		if rd.Train == nil {
+			c.blocked = now
+		}
+		return c.tryClose(now, rd)
+	}
 	mr, err := c.m.LocalDone(r, local)
 	if err != nil {
 		return Ready{}, fmt.Errorf("core: %w", err)
 	}
 	c.nextLocal = r + 1
-	rd := Ready{Train: mr.Start}
+	var rd Ready
+	if err := c.startChecked(mr.Start, &rd); err != nil {
+		return Ready{}, err
+	}
 	if err := c.signOwn(now, mr.Send, &rd); err != nil {
 		return Ready{}, err
 	}
@@ -317,7 +348,7 @@ func (c *Core) Finish() {
 // View returns what validators need to place a shard's round.
 func (c *Core) View() View {
 	return View{NextClose: c.nextClose, NextLocal: c.nextLocal, Window: c.cfg.Round.Window, Epoch: c.epoch(c.nextLocal),
-		RepairFrom: c.repairFrom(), Voters: c.voters()}
+		RepairFrom: c.repairFrom(), RecordsUpTo: c.recordsUpTo(), Voters: c.voters()}
 }
 
 // epoch is the attestation epoch of round r, by the checker's epoch length.

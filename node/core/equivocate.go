@@ -57,7 +57,7 @@ func (c *Core) recordEvidence(e *incentives.Evidence) (Ready, error) {
 		return Ready{}, nil // out of shape: no checker passes it
 	}
 	r := off.Round
-	if r < c.repairFrom() || r > c.nextClose+1 || c.agree.twice[r][off.Peer] {
+	if r < c.repairFrom() || r > c.recordsUpTo() || c.agree.twice[r][off.Peer] {
 		return Ready{}, nil
 	}
 	c.dropVote(r, off.Peer)

@@ -76,6 +76,7 @@ type node struct {
 	commits  []*core.Commit // as closed (repairs apart)
 	refused  int            // records Record refused
 	cidFetch [][]core.Want  // each Fetch by CID
+	late     []uint64       // rounds whose local work the core dropped (Ready.Late)
 	// tamper, if set, replaces each message the node publishes with what it returns.
 	tamper func(core.Message) []core.Message
 	// work, if set, is the node's local work instead of local.
@@ -223,6 +224,7 @@ func (s *swarm) handle(n *node, rd core.Ready, err error) {
 	if rd.Train != nil {
 		n.train = rd.Train
 	}
+	n.late = append(n.late, rd.Late...)
 	if rd.Summary != nil {
 		n.sums = append(n.sums, rd.Summary)
 	}

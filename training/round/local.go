@@ -67,11 +67,25 @@ func (m *Machine) SetLocal(ls LocalState) error {
 	return nil
 }
 
+// Abandon drops the local work under way: it is never reported (a LocalDone for its round
+// is refused), nothing of the round state changes, and SkipLocal may then move the next
+// local work past its round. A node whose peers closed that round already drops it: its
+// contribution would reach them late and be left out. Refused with no local work under way.
+func (m *Machine) Abandon() error {
+	if !m.started {
+		return fmt.Errorf("%w: no local work under way to abandon (next %d)", ErrOrder, m.nextLocal)
+	}
+	m.started, m.base = false, nil
+	return nil
+}
+
 // SkipLocal makes first the round of the next local work: the rounds before it close
 // without this node's contribution. A restart skips the rounds the node may have signed
-// shards for before it stopped, since signing other shards for them would be equivocation.
-// first is at most one round past what the delay lets start at once; the start then comes
-// out of the close that allows it. Call it before Start.
+// shards for before it stopped, since signing other shards for them would be equivocation;
+// a node whose peers closed a round before its local work for it began or ended skips
+// that round (Abandon). first is at most one round past what the delay lets start at
+// once; the start then comes out of the close that allows it. Call it with no local work
+// under way.
 func (m *Machine) SkipLocal(first uint64) error {
 	if m.started || first < m.nextLocal || first > m.nextClose+uint64(m.cfg.Delay)+1 {
 		return fmt.Errorf("%w: skipping local work to round %d (local work at %d, closed up to %d)", ErrOrder, first, m.nextLocal, m.nextClose)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/lowband/lowband/training"
 )
 
 // TestLocalStateRestoredEncodesTheSameBytes: a machine built from another's State and given
@@ -144,4 +146,58 @@ func newMachineAt(t *testing.T, cfg Config, st State) *Machine {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestAbandonDropsTheWorkUnderWay: abandoned local work is never reported (its LocalDone
+// is refused), changes nothing of the state or the codec, lets SkipLocal move past its
+// round, and that round closes without this node's contribution while the next starts
+// from θ (the delay starts it once the round before closes). Without work under way,
+// Abandon is refused.
+func TestAbandonDropsTheWorkUnderWay(t *testing.T) {
+	theta0 := testTheta(7)
+	m := newMachine(t, testConfig("a", 1), theta0)
+	if err := m.Abandon(); !errors.Is(err, ErrOrder) {
+		t.Fatalf("abandoning with no work under way: %v", err)
+	}
+	if _, err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.LocalDone(0, perturb(theta0, 1))
+	if err != nil || rd.Start == nil || rd.Start.Round != 1 {
+		t.Fatalf("LocalDone(0) = %+v, %v", rd.Start, err)
+	}
+	root, codec := m.Root(), m.Local()
+	if err := m.Abandon(); err != nil { // round 1's work, under way
+		t.Fatal(err)
+	}
+	if _, err := m.LocalDone(1, perturb(rd.Start.Params, 2)); !errors.Is(err, ErrOrder) {
+		t.Fatalf("LocalDone of abandoned work: %v", err)
+	}
+	if m.Root() != root || !bytes.Equal(msgBytesLocal(t, m.Local()), msgBytesLocal(t, codec)) {
+		t.Fatal("abandoning changed the state or the codec")
+	}
+	if err := m.SkipLocal(2); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := m.Close(0)
+	if err != nil || cl.Start == nil || cl.Start.Round != 2 || !bytes.Equal(tensorBits(cl.Start.Params), tensorBits(cl.Closed.Params)) {
+		t.Fatalf("Close(0): %v; want round 2 to start from θ1", err)
+	}
+	if _, err := m.LocalDone(2, perturb(cl.Start.Params, 3)); err != nil {
+		t.Fatal(err)
+	}
+	cl, err = m.Close(1)
+	if err != nil || len(cl.Closed.Included) != 0 {
+		t.Fatalf("Close(1) included %v (%v): round 1 closes without this node", cl.Closed.Included, err)
+	}
+}
+
+// msgBytesLocal is the codec state of ls as bytes, to compare two.
+func msgBytesLocal(t *testing.T, ls LocalState) []byte {
+	t.Helper()
+	var out []byte
+	for _, ts := range ls.Codec.Tensors {
+		out = append(out, tensorBits([]training.Tensor{{Data: ts.Residual}})...)
+	}
+	return out
 }

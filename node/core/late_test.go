@@ -1,0 +1,103 @@
+package core_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/verify"
+)
+
+// TestSlowUnstakedNodeStaysInStep: three staked nodes and z, without stake, whose local
+// work takes two of the others' rounds. Nobody waits for z, so its work for a round ends
+// after the others closed it; z drops that work (Ready.Late), closes the rounds with the
+// others' contributions and starts on the next, and so stays within Depth+1 rounds of
+// them, on their roots, without a repair. Before, z finished every round's work, fell
+// behind by one round every two (11 rounds after 24 of theirs) and, out of their records'
+// window, could only have resynced.
+func TestSlowUnstakedNodeStaysInStep(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := newSwarm(t, seed, ledgerParams(), []string{"a", "b", "c", "z"}, []uint64{100, 100, 100, 0})
+		a, z := s.node("a"), s.node("z")
+		s.start()
+		step := 0
+		slow := func(n *node) bool { return n != z || step%2 == 0 }
+		for step = 0; step < 24; step++ {
+			s.step(slow)
+			serveSlots(s, z)
+			s.flush()
+		}
+		av, zv := a.core.View(), z.core.View()
+		if lag := av.NextClose - zv.NextClose; lag > core.DefaultDepth+1 {
+			t.Fatalf("seed %d: z closed up to round %d, the others up to %d", seed, zv.NextClose, av.NextClose)
+		}
+		if len(z.late) < 8 || len(z.repairs) > 0 {
+			t.Fatalf("seed %d: z dropped the work of rounds %v and repaired %d times", seed, z.late, len(z.repairs))
+		}
+		for r := uint64(0); r < zv.NextClose; r++ {
+			if got, want := rootAt(z, r), rootAt(a, r); got != want {
+				t.Fatalf("seed %d: round %d: z holds root %x, a %x", seed, r, got[:4], want[:4])
+			}
+		}
+		// What z dropped it never signed: none of its shards is of a dropped round.
+		for _, data := range s.shards[z.id] {
+			sh, err := verify.UnmarshalShard(data, maxPayload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(z.late, sh.Header.Round) {
+				t.Fatalf("seed %d: z signed a shard of round %d, whose work it dropped", seed, sh.Header.Round)
+			}
+		}
+	}
+}
+
+// TestNodeInStepDropsNothing: nodes that keep pace drop no local work, staked or not, and
+// the node without stake is in every list.
+func TestNodeInStepDropsNothing(t *testing.T) {
+	s := newSwarm(t, 4, ledgerParams(), []string{"a", "b", "c", "z"}, []uint64{100, 100, 100, 0})
+	s.start()
+	for range 12 {
+		s.step(everyone)
+	}
+	for _, n := range s.nodes {
+		if len(n.late) > 0 {
+			t.Fatalf("%s dropped the work of rounds %v", n.name, n.late)
+		}
+	}
+	if k := countIncluded(s.node("a"), s.node("z").id); k < 10 {
+		t.Fatalf("z included in %d of a's rounds", k)
+	}
+}
+
+// serveSlots answers n's fetches of shard slots (round, peer, index) with the shard its
+// peer published, as peers do; the swarm itself answers only fetches by CID.
+func serveSlots(s *swarm, n *node) {
+	wants := n.fetch
+	n.fetch = nil
+	for _, w := range wants {
+		if w.CID != nil {
+			continue
+		}
+		for _, data := range s.shards[w.Peer] {
+			sh, err := verify.UnmarshalShard(data, maxPayload)
+			if err != nil {
+				s.t.Fatal(err)
+			}
+			if sh.Header.Round == w.Round && sh.Header.Index == w.Index {
+				s.send(delivery{from: s.node("a"), to: n, msg: core.Message{Kind: core.KindShards, Data: data}, fetch: true})
+			}
+		}
+	}
+}
+
+// countIncluded is how many of n's closed rounds included id.
+func countIncluded(n *node, id string) int {
+	k := 0
+	for _, s := range n.sums {
+		if slices.Contains(s.Included, id) {
+			k++
+		}
+	}
+	return k
+}
