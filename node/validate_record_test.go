@@ -40,7 +40,7 @@ func newRecordTest(t testing.TB, inbox int, edit func(*fullConfig)) *fullTest {
 			edit(c)
 		}
 	})
-	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, RecordsUpTo: 11})
 	return ft
 }
 
@@ -261,7 +261,7 @@ func TestRecordEquivocationEvidenceCheckedAndDelivered(t *testing.T) {
 func TestRecordOfASignerWithPowerOnlyInItsRoundsLedgerAccepted(t *testing.T) {
 	ft := newRecordTest(t, 16, nil)
 	carol := incentivestest.PeerID("carol") // no stake in the ledger in force
-	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{carol: true}})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, RecordsUpTo: 11, Voters: map[string]bool{carol: true}})
 	ft.expect("a voter of the window", p2p.KindRecords, signedRecordBytes(t, ft.fx, "carol", 8, 0), p2p.Accept, reasonOK)
 	if in := (<-ft.inbox).(recordIn); in.sr.Signer != carol {
 		t.Fatalf("inbox got %s's record", in.sr.Signer)
@@ -281,7 +281,7 @@ func TestRecordOfAStakedSignerWithoutPowerIgnoredUnchecked(t *testing.T) {
 	}
 	ft := newRecordTest(t, 16, func(c *fullConfig) { c.Ledger = func() *incentives.State { return led } })
 	ft.expect("below the minimum stake", p2p.KindRecords, signedRecordBytes(t, ft.fx, "dave", 8, 0), p2p.Ignore, reasonUnstaked)
-	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{}})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, RecordsUpTo: 11, Voters: map[string]bool{}})
 	ft.expect("staked, no voter of the window", p2p.KindRecords, signedRecordBytes(t, ft.fx, "alice", 8, 0), p2p.Ignore, reasonUnstaked)
 	ft.inboxEmpty("records without power")
 	if ft.f.records.get(recordKey{round: 8, signer: incentivestest.PeerID("dave")}) != nil || ft.f.records.get(recordKey{round: 8, signer: incentivestest.PeerID("alice")}) != nil {
@@ -296,10 +296,10 @@ func TestRecordOfAStakedSignerWithoutPowerIgnoredUnchecked(t *testing.T) {
 func TestRecordOfANoVoterOfTheViewOfferedAgainWhenItVotes(t *testing.T) {
 	ft := newRecordTest(t, 16, nil)
 	carol := incentivestest.PeerID("carol")
-	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{}})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, RecordsUpTo: 11, Voters: map[string]bool{}})
 	ft.expect("no voter yet", p2p.KindRecords, signedRecordBytes(t, ft.fx, "carol", 11, 0), p2p.Ignore, reasonUnstaked)
 	ft.inboxEmpty("no voter yet")
-	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, Voters: map[string]bool{carol: true}})
+	ft.f.setView(core.View{NextClose: 10, NextLocal: 11, Window: 2, RepairFrom: 7, RecordsUpTo: 11, Voters: map[string]bool{carol: true}})
 	select {
 	case in := <-ft.inbox:
 		if in, ok := in.(recordIn); !ok || in.sr.Signer != carol || in.rec.Round != 11 {
