@@ -97,8 +97,6 @@ func newProgress(log *slog.Logger, reg prometheus.Registerer, g gauges, st Train
 	return p, nil
 }
 
-// roundClosed records a closed round. scored says its loss will follow (evaluated); if not,
-// the round is logged now without one.
 // late notes rounds whose local work the core dropped because the node's peers had closed
 // them (core.Ready.Late), with a log line: the node is slower than its peers, and its
 // contributions to those rounds would have come after their close.
@@ -117,6 +115,8 @@ func (p *progress) late(rounds []uint64) {
 		"rounds", rounds, "late_rounds", total)
 }
 
+// roundClosed records a closed round. scored says its loss will follow (evaluated); if not,
+// the round is logged now without one.
 func (p *progress) roundClosed(r RoundStatus, slashed []string, scored bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

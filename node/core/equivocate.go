@@ -57,8 +57,8 @@ func (c *Core) recordEvidence(e *incentives.Evidence) (Ready, error) {
 		return Ready{}, nil // out of shape: no checker passes it
 	}
 	r := off.Round
-	if r < c.repairFrom() || r > c.recordsUpTo() || c.agree.twice[r][off.Peer] {
-		return Ready{}, nil
+	if r < c.repairFrom() || r > c.recordsUpTo() || c.agree.twice[r][off.Peer] || !c.voters()[off.Peer] {
+		return Ready{}, nil // a key without a vote loses none: nothing is kept for it
 	}
 	c.dropVote(r, off.Peer)
 	return c.redecide(r)

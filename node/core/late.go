@@ -21,8 +21,11 @@ import (
 
 // peersClosed reports whether this node's peers closed round r, one it has not closed:
 // the records it holds for r carry more than half of the voting power of its ledger (a
-// signer whose vote on r was dropped counts none). Nothing it sends for r from now on is
-// in their lists. The Core keeps records up to Depth rounds past the round after its next
+// signer whose vote on r was dropped, or whom evidence it holds accuses, counts none).
+// Nothing it sends for r from now on is in their lists. The ledger is the one in force,
+// that of round nextClose: a signer the rounds before r jail or slash still counts (a
+// staked peer willing to lose its stake can make a node drop one round's work that a
+// slower honest staker would have let in; it moves no root). The Core keeps records up to Depth rounds past the round after its next
 // close (recordsUpTo), so it knows this while it is that close behind them; further behind,
 // the head watch resyncs it.
 func (c *Core) peersClosed(r uint64) bool {
@@ -32,11 +35,23 @@ func (c *Core) peersClosed(r uint64) bool {
 	total := c.ledger.TotalPower()
 	var w uint64
 	for signer := range c.agree.votes[r] {
-		if !c.agree.twice[r][signer] {
+		if !c.agree.twice[r][signer] && !c.accused(signer) {
 			w += c.ledger.Power(signer) // at most total: no overflow
 		}
 	}
 	return total > 0 && w > total-w
+}
+
+// accused reports whether evidence this node holds, not yet in a record, accuses peer:
+// its power may be gone by the ledger that weighs the round, so its records move no
+// local work.
+func (c *Core) accused(peer string) bool {
+	for _, m := range c.pendingMeta {
+		if m.peer == peer {
+			return true
+		}
+	}
+	return false
 }
 
 // skipLate moves the next local work, r (under way or about to be handed out), past r:

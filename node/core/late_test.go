@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/verify"
 )
@@ -100,4 +101,24 @@ func countIncluded(n *node, id string) int {
 		}
 	}
 	return k
+}
+
+// TestRecordEquivocationOfAKeyWithoutAVoteKeepsNothing: evidence that a key with no vote
+// signed two records of a round (anyone can make such evidence with a fresh key, for any
+// round the window holds, which is wider now) leaves no trace in the agreement: no
+// signer marked, nothing kept for the round.
+func TestRecordEquivocationOfAKeyWithoutAVoteKeepsNothing(t *testing.T) {
+	s := newSwarm(t, 5, ledgerParams(), four, []uint64{100, 100, 100, 100})
+	a := s.node("a")
+	closeRound0(s)
+	sr1, _ := forge(t, "nobody", a.commits[0].Record, func(*incentives.Record) {})
+	sr2, _ := forge(t, "nobody", a.commits[0].Record, func(r *incentives.Record) { r.Contributions = nil })
+	ev, err := incentives.NewRecordEquivocation(sr1, sr2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.deliver(delivery{to: a, msg: core.Message{Kind: core.KindEvidence, Data: ev.Marshal()}})
+	if n := a.core.Agreement().Equivocations; n != 0 {
+		t.Fatalf("evidence against a key without a vote counted %d equivocations", n)
+	}
 }
