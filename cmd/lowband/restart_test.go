@@ -26,6 +26,12 @@ import (
 // homes, bootstrap first.
 func quickNet(t *testing.T, n int) []string {
 	t.Helper()
+	return quickNetSteps(t, n, 0)
+}
+
+// quickNetSteps is quickNet with innerSteps local steps a round (0: the testnet spec's).
+func quickNetSteps(t *testing.T, n, innerSteps int) []string {
+	t.Helper()
 	boot := initHome(t, "local")
 	homes, ids, key := localNet(t, n)
 	base := filepath.Join(filepath.Dir(homes[0]), "base.toml")
@@ -38,10 +44,14 @@ func quickNet(t *testing.T, n int) []string {
 		t.Fatal(err)
 	}
 	spec := string(data)
-	for old, new := range map[string]string{
+	edits := map[string]string{
 		`(?m)^task = .*$`: "task = 'synthetic'", `(?m)^hidden = .*$`: "hidden = [16]", `(?m)^(context|embed) = .*$`: "",
 		`(?m)^target_ratio = .*$`: "target_ratio = 0.0", `(?m)^checkpoint_every = .*$`: "checkpoint_every = 2",
-	} {
+	}
+	if innerSteps > 0 {
+		edits[`(?m)^inner_steps = .*$`] = fmt.Sprintf("inner_steps = %d", innerSteps)
+	}
+	for old, new := range edits {
 		spec = regexp.MustCompile(old).ReplaceAllString(spec, new)
 	}
 	path := filepath.Join(filepath.Dir(homes[0]), "network.toml")
@@ -170,7 +180,10 @@ func TestKillNineMidRoundResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a process testnet")
 	}
-	homes := quickNet(t, 3)
+	// Rounds of some tens of milliseconds: with the default's few local steps they closed in
+	// milliseconds, and the swarm could run past the 1,000 rounds /status lists before the
+	// restarted node's rounds were compared.
+	homes := quickNetSteps(t, 3, 1000)
 	victim := len(homes) - 1
 	cmds := startNet(t, homes)
 	others := homes[1:victim] // homes[0] is the bootstrap node

@@ -184,6 +184,9 @@ func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incenti
 	if o := c.own[r]; o != nil {
 		sum.ContributionBytes = o.bytes
 	}
+	if c.own[r] != nil && c.leftOut(r) {
+		c.realign = true // its next start is a round late too: skip it (late.go)
+	}
 	if mr.Start != nil {
 		before := rd.Train
 		if err := c.startChecked(mr.Start, rd); err != nil {

@@ -164,6 +164,7 @@ type Core struct {
 	signer   *Signer
 
 	nextClose, nextLocal uint64
+	realign              bool   // its contribution to the round it closed last came after its peers closed it (late.go)
 	maxShards            uint32 // bound on a contribution's shard count (maxShardsFor)
 	rounds               map[uint64]*roundIn
 	own                  map[uint64]*ownRound // own contributions of open rounds

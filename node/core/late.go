@@ -2,7 +2,9 @@ package core
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/training/round"
 )
 
@@ -54,6 +56,21 @@ func (c *Core) accused(peer string) bool {
 	return false
 }
 
+// startsLate reports whether local work for round s, about to start, starts a round or
+// more after its peers started it, so that it would end after their close: they closed
+// s; or, with the delay d, they closed s - d, which a node in step closes only once its
+// own work for s - d + 1 is done, after their work for s began; or this node's
+// contribution to the round it closed last was left out by them (realign: it came after
+// their close). Skipping s, the node starts s + 1 as it closes s - d, about when they do,
+// and its next contribution has their compute of the round it overlaps as well.
+// Without the last two a node once a round behind (a slow spell, a joiner) stayed a round
+// behind for good, every contribution after their close
+// (TestSlowSpellThenInStepContributesAgain).
+func (c *Core) startsLate(s uint64) bool {
+	d := uint64(c.cfg.Round.Delay)
+	return c.realign || c.peersClosed(s) || d > 0 && s >= d && c.peersClosed(s-d)
+}
+
 // skipLate moves the next local work, r (under way or about to be handed out), past r:
 // the work is dropped and r closes without this node's contribution.
 func (c *Core) skipLate(r uint64, rd *Ready) error {
@@ -69,10 +86,11 @@ func (c *Core) skipLate(r uint64, rd *Ready) error {
 }
 
 // startChecked sets rd.Train to s, a start the machine just made (nil: none, rd.Train is
-// left as it is), unless the node's peers closed its round already: then it skips that
-// round (skipLate) and starts the next at once when the delay allows it, checked again.
+// left as it is), unless it starts late (startsLate): then it skips that round (skipLate)
+// and starts the next at once when the delay allows it, checked again.
 func (c *Core) startChecked(s *round.Start, rd *Ready) error {
-	for s != nil && c.peersClosed(s.Round) {
+	for s != nil && c.startsLate(s.Round) {
+		c.realign = false
 		if err := c.skipLate(s.Round, rd); err != nil {
 			return err
 		}
@@ -89,4 +107,21 @@ func (c *Core) startChecked(s *round.Start, rd *Ready) error {
 		rd.Train = s
 	}
 	return nil
+}
+
+// leftOut reports whether the records held for round r that do not list this node carry
+// more than half of the voting power (as peersClosed counts it): its contribution to r
+// came after its peers closed r.
+func (c *Core) leftOut(r uint64) bool {
+	total := c.ledger.TotalPower()
+	var w uint64
+	for signer, rec := range c.agree.votes[r] {
+		if c.agree.twice[r][signer] || c.accused(signer) {
+			continue
+		}
+		if !slices.ContainsFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == c.cfg.Self }) {
+			w += c.ledger.Power(signer)
+		}
+	}
+	return total > 0 && w > total-w
 }

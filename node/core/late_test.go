@@ -122,3 +122,35 @@ func TestRecordEquivocationOfAKeyWithoutAVoteKeepsNothing(t *testing.T) {
 		t.Fatalf("evidence against a key without a vote counted %d equivocations", n)
 	}
 }
+
+// TestSlowSpellThenInStepContributesAgain: z, without stake, is slow for its first six
+// rounds (its work takes two of the others') and then as fast as they are. It falls a
+// round behind and comes back in step: from then on its contributions reach the others
+// before they close, and are in most of their lists. Without realigning its starts (only
+// dropping work the others had closed) it stayed a round behind, each contribution after
+// their close, in 2 to 5 of 30 lists.
+func TestSlowSpellThenInStepContributesAgain(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		s := newSwarm(t, seed, ledgerParams(), []string{"a", "b", "c", "z"}, []uint64{100, 100, 100, 0})
+		a, z := s.node("a"), s.node("z")
+		s.start()
+		step := 0
+		slow := func(n *node) bool { return n != z || step >= 6 || step%2 == 0 }
+		for step = 0; step < 36; step++ {
+			s.step(slow)
+			serveSlots(s, z)
+			s.flush()
+		}
+		if k := countIncluded(a, z.id); k < 20 {
+			t.Fatalf("seed %d: z in %d of a's %d lists (dropped the work of rounds %v)", seed, k, len(a.sums), z.late)
+		}
+		if lag := a.core.View().NextClose - z.core.View().NextClose; lag > 1 || len(z.repairs) > 1 {
+			t.Fatalf("seed %d: z %d rounds behind, %d repairs", seed, lag, len(z.repairs))
+		}
+		for r := uint64(0); r < z.core.View().NextClose; r++ {
+			if got, want := rootAt(z, r), rootAt(a, r); got != want {
+				t.Fatalf("seed %d: round %d: z holds root %x, a %x", seed, r, got[:4], want[:4])
+			}
+		}
+	}
+}
