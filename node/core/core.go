@@ -277,14 +277,8 @@ func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Read
 		if err := c.skipLate(r, &rd); err != nil {
 			return Ready{}, err
 		}
-		if c.m.Startable() {
-			s, err := c.m.Start()
-			if err != nil {
-				return Ready{}, fmt.Errorf("core: %w", err)
-			}
-			if err := c.startChecked(&s, &rd); err != nil {
-				return Ready{}, err
-			}
+		if err := c.startNext(&rd); err != nil {
+			return Ready{}, err
 		}
 		if rd.Train == nil {
 			c.blocked = now

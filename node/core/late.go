@@ -18,8 +18,9 @@ import (
 // more than half of the voting power have closed the round of a local work (their
 // records of that round say so), the work is dropped, before it begins or when it ends,
 // and local work moves on to the next round: the node closes the rounds it skipped with
-// its peers' contributions and stays within a round of them. Ready.Late names the rounds;
-// nothing of the global state depends on it.
+// its peers' contributions. A start that would begin a round late is skipped too
+// (startsLate), so that the node starts the next round with its peers. Ready.Late names
+// the rounds; nothing of the global state depends on it.
 
 // peersClosed reports whether this node's peers closed round r, one it has not closed:
 // the records it holds for r carry more than half of the voting power of its ledger (a
@@ -27,9 +28,9 @@ import (
 // Nothing it sends for r from now on is in their lists. The ledger is the one in force,
 // that of round nextClose: a signer the rounds before r jail or slash still counts (a
 // staked peer willing to lose its stake can make a node drop one round's work that a
-// slower honest staker would have let in; it moves no root). The Core keeps records up to Depth rounds past the round after its next
-// close (recordsUpTo), so it knows this while it is that close behind them; further behind,
-// the head watch resyncs it.
+// slower honest staker would have let in; it moves no root). The Core keeps records up
+// to Depth rounds past the round after its next close (recordsUpTo), so it knows this
+// while it is that close behind them; further behind, the head watch resyncs it.
 func (c *Core) peersClosed(r uint64) bool {
 	if r < c.nextClose {
 		return false
@@ -87,26 +88,32 @@ func (c *Core) skipLate(r uint64, rd *Ready) error {
 
 // startChecked sets rd.Train to s, a start the machine just made (nil: none, rd.Train is
 // left as it is), unless it starts late (startsLate): then it skips that round (skipLate)
-// and starts the next at once when the delay allows it, checked again.
+// and starts the next at once when the delay allows it (startNext), checked again.
 func (c *Core) startChecked(s *round.Start, rd *Ready) error {
-	for s != nil && c.startsLate(s.Round) {
-		c.realign = false
-		if err := c.skipLate(s.Round, rd); err != nil {
-			return err
-		}
-		s = nil
-		if c.m.Startable() {
-			st, err := c.m.Start()
-			if err != nil {
-				return fmt.Errorf("core: %w", err)
-			}
-			s = &st
-		}
+	if s == nil {
+		return nil
 	}
-	if s != nil {
+	if !c.startsLate(s.Round) {
 		rd.Train = s
+		return nil
 	}
-	return nil
+	c.realign = false
+	if err := c.skipLate(s.Round, rd); err != nil {
+		return err
+	}
+	return c.startNext(rd)
+}
+
+// startNext starts the next local work when the delay allows it (startChecked).
+func (c *Core) startNext(rd *Ready) error {
+	if !c.m.Startable() {
+		return nil
+	}
+	s, err := c.m.Start()
+	if err != nil {
+		return fmt.Errorf("core: %w", err)
+	}
+	return c.startChecked(&s, rd)
 }
 
 // leftOut reports whether the records held for round r that do not list this node carry
