@@ -32,13 +32,17 @@ import (
 // to Depth rounds past the round after its next close (recordsUpTo), so it knows this
 // while it is that close behind them; further behind, the head watch resyncs it.
 func (c *Core) peersClosed(r uint64) bool {
-	if r < c.nextClose {
-		return false
-	}
+	return r >= c.nextClose && c.majorityOf(r, func(*incentives.Record) bool { return true })
+}
+
+// majorityOf reports whether the records held for round r that keep say so carry more than
+// half of the voting power of the ledger in force, leaving out signers whose vote on r was
+// dropped and those evidence this node holds accuses.
+func (c *Core) majorityOf(r uint64, keep func(*incentives.Record) bool) bool {
 	total := c.ledger.TotalPower()
 	var w uint64
-	for signer := range c.agree.votes[r] {
-		if !c.agree.twice[r][signer] && !c.accused(signer) {
+	for signer, rec := range c.agree.votes[r] {
+		if !c.agree.twice[r][signer] && !c.accused(signer) && keep(rec) {
 			w += c.ledger.Power(signer) // at most total: no overflow
 		}
 	}
@@ -120,15 +124,7 @@ func (c *Core) startNext(rd *Ready) error {
 // more than half of the voting power (as peersClosed counts it): its contribution to r
 // came after its peers closed r.
 func (c *Core) leftOut(r uint64) bool {
-	total := c.ledger.TotalPower()
-	var w uint64
-	for signer, rec := range c.agree.votes[r] {
-		if c.agree.twice[r][signer] || c.accused(signer) {
-			continue
-		}
-		if !slices.ContainsFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == c.cfg.Self }) {
-			w += c.ledger.Power(signer)
-		}
-	}
-	return total > 0 && w > total-w
+	return c.majorityOf(r, func(rec *incentives.Record) bool {
+		return !slices.ContainsFunc(rec.Contributions, func(e incentives.Contribution) bool { return e.Peer == c.cfg.Self })
+	})
 }

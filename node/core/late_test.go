@@ -18,16 +18,7 @@ import (
 // window, could only have resynced.
 func TestSlowUnstakedNodeStaysInStep(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		s := newSwarm(t, seed, ledgerParams(), []string{"a", "b", "c", "z"}, []uint64{100, 100, 100, 0})
-		a, z := s.node("a"), s.node("z")
-		s.start()
-		step := 0
-		slow := func(n *node) bool { return n != z || step%2 == 0 }
-		for step = 0; step < 24; step++ {
-			s.step(slow)
-			serveSlots(s, z)
-			s.flush()
-		}
+		s, a, z := slowZ(t, seed, 24, func(step int) bool { return step%2 == 0 })
 		av, zv := a.core.View(), z.core.View()
 		if lag := av.NextClose - zv.NextClose; lag > core.DefaultDepth+1 {
 			t.Fatalf("seed %d: z closed up to round %d, the others up to %d", seed, zv.NextClose, av.NextClose)
@@ -69,6 +60,21 @@ func TestNodeInStepDropsNothing(t *testing.T) {
 	if k := countIncluded(s.node("a"), s.node("z").id); k < 10 {
 		t.Fatalf("z included in %d of a's rounds", k)
 	}
+}
+
+// slowZ runs steps steps of a swarm of three staked nodes and z, without stake, which does
+// its local work only in the steps works says; z's fetches of shard slots are answered.
+func slowZ(t *testing.T, seed uint64, steps int, works func(step int) bool) (*swarm, *node, *node) {
+	t.Helper()
+	s := newSwarm(t, seed, ledgerParams(), []string{"a", "b", "c", "z"}, []uint64{100, 100, 100, 0})
+	z := s.node("z")
+	s.start()
+	for step := range steps {
+		s.step(func(n *node) bool { return n != z || works(step) })
+		serveSlots(s, z)
+		s.flush()
+	}
+	return s, s.node("a"), z
 }
 
 // serveSlots answers n's fetches of shard slots (round, peer, index) with the shard its
@@ -131,16 +137,7 @@ func TestRecordEquivocationOfAKeyWithoutAVoteKeepsNothing(t *testing.T) {
 // their close, in 2 to 5 of 30 lists.
 func TestSlowSpellThenInStepContributesAgain(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		s := newSwarm(t, seed, ledgerParams(), []string{"a", "b", "c", "z"}, []uint64{100, 100, 100, 0})
-		a, z := s.node("a"), s.node("z")
-		s.start()
-		step := 0
-		slow := func(n *node) bool { return n != z || step >= 6 || step%2 == 0 }
-		for step = 0; step < 36; step++ {
-			s.step(slow)
-			serveSlots(s, z)
-			s.flush()
-		}
+		_, a, z := slowZ(t, seed, 36, func(step int) bool { return step >= 6 || step%2 == 0 })
 		if k := countIncluded(a, z.id); k < 20 {
 			t.Fatalf("seed %d: z in %d of a's %d lists (dropped the work of rounds %v)", seed, k, len(a.sums), z.late)
 		}
