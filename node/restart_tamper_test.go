@@ -17,30 +17,40 @@ import (
 	"github.com/lowband/lowband/node/store"
 )
 
-// copyHome copies a stopped node's home directory (its files, not subdirectories).
+// copyHome copies a stopped node's home directory, its checkpoints directory with it.
 func copyHome(t *testing.T, h configs.Home) configs.Home {
 	t.Helper()
 	dst := configs.Home{Dir: filepath.Join(t.TempDir(), "home")}
-	if err := os.MkdirAll(dst.Dir, 0o700); err != nil {
+	copyDir(t, h.Dir, dst.Dir)
+	return dst
+}
+
+// copyDir copies the regular files of src and its subdirectories to dst, each readable by
+// its owner only (as a home's identity key must be).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := os.ReadDir(h.Dir)
+	entries, err := os.ReadDir(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(h.Dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst.Dir, e.Name()), data, 0o600); err != nil {
-			t.Fatal(err)
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		switch {
+		case e.IsDir():
+			copyDir(t, from, to)
+		case e.Type().IsRegular():
+			data, err := os.ReadFile(from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(to, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	return dst
 }
 
 // replayedRound makes a stopped node's home replay from its oldest kept checkpoint (the

@@ -35,14 +35,25 @@ type CheckpointInfo struct {
 	Size     uint64     `cbor:"4,keyasint"` // bytes of the checkpoint's encoding
 	Manifest []byte     `cbor:"5,keyasint"` // its canonical encoding
 	Chunks   [][32]byte `cbor:"6,keyasint"` // the manifest's chunk hashes
+	// Files: its bytes and local state are in the checkpoints directory (see
+	// CheckpointsSuffix), in chunks of ChunkSize bytes. Builds before it kept them in the
+	// "checkpoint-chunks" and "checkpoint-local" buckets, still read for those it names.
+	Files     bool   `cbor:"7,keyasint,omitempty"`
+	ChunkSize uint32 `cbor:"8,keyasint,omitempty"`
 }
 
 // PutCheckpoint stores a checkpoint (its manifest and chunks, checked against each other)
-// with local, the node's private state that goes with it (opaque here; may be nil), in one
-// synced transaction that also drops all but the keep latest checkpoints (keep < 1: 1) and
-// the chunks no kept one uses. A checkpoint of a round already kept replaces it.
+// with local, the node's private state that goes with it (opaque here; may be nil): the
+// bytes in files of the checkpoints directory, each synced, then what names them in one
+// synced transaction that also drops all but the keep latest checkpoints (keep < 1: 1);
+// the files of the checkpoints dropped are removed after it. A checkpoint of a round
+// already kept replaces it. A kill leaves the checkpoints kept before or after, and at
+// most files no checkpoint names, which the next Open removes.
 func (s *Store) PutCheckpoint(m *checkpoint.Manifest, chunks [][]byte, local []byte, keep int) error {
-	put, err := checkpointPut(m, chunks, local, keep)
+	s.files.Lock()
+	defer s.files.Unlock()
+	defer func() { _ = s.sweepFiles() }()
+	put, err := s.stageCheckpoint(m, chunks, local, keep)
 	if err != nil {
 		return err
 	}
@@ -50,47 +61,6 @@ func (s *Store) PutCheckpoint(m *checkpoint.Manifest, chunks [][]byte, local []b
 		return fmt.Errorf("storing the checkpoint of round %d: %w", m.Round, err)
 	}
 	return nil
-}
-
-// checkpointPut checks a checkpoint's chunks against its manifest and returns what
-// stores it in a transaction (see PutCheckpoint).
-func checkpointPut(m *checkpoint.Manifest, chunks [][]byte, local []byte, keep int) (func(*bolt.Tx) error, error) {
-	if len(chunks) != len(m.Chunks) {
-		return nil, fmt.Errorf("checkpoint of round %d: %d chunks, manifest lists %d", m.Round, len(chunks), len(m.Chunks))
-	}
-	for i, ch := range chunks {
-		if err := m.CheckChunk(i, ch); err != nil {
-			return nil, fmt.Errorf("checkpoint of round %d: %w", m.Round, err)
-		}
-	}
-	info := CheckpointInfo{Round: m.Round, ID: m.ID(), Root: m.Root, Size: m.Size, Manifest: m.Marshal(), Chunks: m.Chunks}
-	enc, err := eventEnc.Marshal(&info)
-	if err != nil {
-		return nil, err
-	}
-	return func(tx *bolt.Tx) error {
-		if err := dropCheckpoint(tx, m.Round); err != nil {
-			return err
-		}
-		key := roundKey(m.Round)
-		puts := []struct {
-			bucket, k, v []byte
-		}{
-			{bucketCheckpoints, key, enc}, {bucketCkptLocal, key, append([]byte{localFormat}, local...)},
-			{bucketCkptIDs, info.ID[:], key}, {bucketCkptRoots, info.Root[:], key},
-		}
-		for _, p := range puts {
-			if err := tx.Bucket(p.bucket).Put(p.k, p.v); err != nil {
-				return err
-			}
-		}
-		for i, ch := range chunks {
-			if err := tx.Bucket(bucketCkptChunks).Put(m.Chunks[i][:], ch); err != nil {
-				return err
-			}
-		}
-		return pruneCheckpoints(tx, max(keep, 1))
-	}, nil
 }
 
 // dropCheckpoint removes the checkpoint of round r and its indexes, if kept; its chunks
@@ -119,6 +89,7 @@ func dropCheckpoint(tx *bolt.Tx, r uint64) error {
 // only they used, in one transaction: when the rounds from on are closed again (a
 // repair), the checkpoints that follow from them are no longer the canonical state.
 func (s *Store) DropCheckpointsAfter(from uint64) error {
+	defer s.afterCheckpoints()
 	return s.db.Update(func(tx *bolt.Tx) error { return dropCheckpointsAfter(tx, from) })
 }
 
@@ -237,9 +208,21 @@ func (s *Store) CheckpointAt(r uint64) (CheckpointInfo, error) {
 func (s *Store) CheckpointLocal(r uint64) ([]byte, error) {
 	var out []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
+		raw := tx.Bucket(bucketCheckpoints).Get(roundKey(r))
+		if raw == nil {
+			return fmt.Errorf("%w: round %d", ErrNoCheckpoint, r)
+		}
+		info, err := decodeInfo(raw)
+		if err != nil {
+			return err
+		}
+		if info.Files {
+			out, err = s.fileLocal(info)
+			return err
+		}
 		v := tx.Bucket(bucketCkptLocal).Get(roundKey(r))
 		if v == nil {
-			return fmt.Errorf("%w: round %d", ErrNoCheckpoint, r)
+			return fmt.Errorf("%w: local state of checkpoint %d", ErrCorrupt, r)
 		}
 		if len(v) == 0 || v[0] != localFormat {
 			return fmt.Errorf("%w: local state of checkpoint %d", ErrCorrupt, r)
@@ -273,6 +256,9 @@ func (s *Store) manifestBy(index []byte, key [32]byte) []byte {
 
 // Chunk is a chunk of a kept checkpoint by its SHA-256; nil when none is kept.
 func (s *Store) Chunk(hash [32]byte) []byte {
+	if out, ok := s.fileChunk(hash); ok {
+		return out
+	}
 	var out []byte
 	_ = s.db.View(func(tx *bolt.Tx) error {
 		out = bytes.Clone(tx.Bucket(bucketCkptChunks).Get(hash[:]))
@@ -292,9 +278,16 @@ func (s *Store) LoadCheckpoint(r uint64, lim checkpoint.Limits) (*checkpoint.Che
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: checkpoint of round %d: %v", ErrCorrupt, r, err)
 	}
-	chunks := make([][]byte, len(m.Chunks))
-	for i, h := range m.Chunks {
-		chunks[i] = s.Chunk(h)
+	var chunks [][]byte
+	if info.Files {
+		if chunks, err = s.fileChunks(info); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		chunks = make([][]byte, len(m.Chunks))
+		for i, h := range m.Chunks {
+			chunks[i] = s.Chunk(h)
+		}
 	}
 	c, err := checkpoint.Assemble(m, chunks, m.Root, lim)
 	if err != nil {

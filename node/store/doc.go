@@ -46,13 +46,21 @@
 // that outgrows its map is mapped again, and bbolt then copies every value the write
 // transaction holds to the heap first. Its free pages are kept in a map (FreelistMapType),
 // which finds a run of pages for a large value without scanning a list. The file never
-// shrinks: pages freed by dropped checkpoints and pruned shards are reused by later
-// writes, so it stays near its high-water mark (on the default task about the kept
-// checkpoints, once more for the one being replaced, and the shards since the oldest).
+// shrinks: pages freed by pruned shards are reused by later writes, so it stays near its
+// high-water mark (the shards since the oldest kept round, records and events).
 //
-// PutCheckpoint writes a checkpoint and drops all but the last N (and the chunks only they
-// used) in one transaction; DropCheckpointsAfter drops those that follow rounds closed
-// again (dropCheckpointsAfter inside a reorg's transaction).
+// A checkpoint's bytes (its encoding, the chunks in order, and the local state kept with
+// it) are two files named by its manifest's ID in the checkpoints directory beside the
+// store's file (CheckpointsSuffix); bbolt keeps what names them. Kept in bbolt, each
+// chunk of a new checkpoint landed in a B-tree leaf beside older ones, and every such
+// leaf was copied to the heap and written again, reading the older chunks through the
+// map: each checkpoint cost several times its size in allocations and resident memory.
+// PutCheckpoint writes the files (synced, renamed into place), then in one transaction
+// names the checkpoint and drops all but the last N; DropCheckpointsAfter drops those that
+// follow rounds closed again (dropCheckpointsAfter inside a reorg's transaction). After
+// each, and at Open, the files no kept checkpoint names are removed, so a kill leaves
+// nothing behind for long. Checkpoints a build before the files kept in bbolt's buckets
+// are still read from there.
 //
 // Reorg closes the last rounds again (a repair, when the node's rounds differ from the
 // canonical ones): in one transaction it drops the replaced rounds' records, the evidence

@@ -57,9 +57,12 @@ func (s *Store) startAt(m *checkpoint.Manifest, chunks [][]byte, st *incentives.
 		return err
 	}
 	put := func(*bolt.Tx) error { return nil }
+	s.files.Lock()
+	defer s.files.Unlock()
+	defer func() { _ = s.sweepFiles() }()
 	if m != nil {
 		var err error
-		if put, err = checkpointPut(m, chunks, nil, 1); err != nil {
+		if put, err = s.stageCheckpoint(m, chunks, nil, 1); err != nil {
 			return err
 		}
 	}

@@ -91,9 +91,9 @@ func dropLocalFile(path string) error {
 	return nil
 }
 
-// writeSynced replaces the file at path by head and body, through a synced temporary file
-// renamed over it, and syncs the directory.
-func writeSynced(path string, head, body []byte) (err error) {
+// writeSynced replaces the file at path by the parts, one after another, through a synced
+// temporary file renamed over it, and syncs the directory.
+func writeSynced(path string, parts ...[]byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -105,11 +105,10 @@ func writeSynced(path string, head, body []byte) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err = f.Write(head); err != nil {
-		return err
-	}
-	if _, err = f.Write(body); err != nil {
-		return err
+	for _, p := range parts {
+		if _, err = f.Write(p); err != nil {
+			return err
+		}
 	}
 	if err = f.Sync(); err != nil {
 		return err

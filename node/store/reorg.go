@@ -80,6 +80,7 @@ func (s *Store) Reorg(from uint64, rounds ...Round) error {
 		}
 		return tx.Bucket(bucketMeta).Put(keyState, rounds[len(rounds)-1].State.Marshal())
 	})
+	s.afterCheckpoints()
 	if err != nil {
 		return fmt.Errorf("reorg from round %d: %w", from, err)
 	}

@@ -50,6 +50,12 @@ type Store struct {
 
 	mu    sync.Mutex
 	state *incentives.State // the stored state, decoded; nil before Init
+
+	// files is held from writing a checkpoint's files to sweeping those no kept
+	// checkpoint names (see CheckpointsSuffix); taken after mu when both are.
+	files    sync.Mutex
+	idxMu    sync.RWMutex
+	chunkIdx map[[32]byte]chunkAt // the chunks of the checkpoints kept in files
 }
 
 // initialMmap is the size bbolt maps the file with from the start (address space only: a
@@ -79,6 +85,13 @@ func Open(path string, timeout time.Duration) (s *Store, err error) {
 		}
 	}()
 	if err := s.load(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	s.files.Lock()
+	err = s.sweepFiles()
+	s.files.Unlock()
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
