@@ -91,8 +91,10 @@ var specEnc = func() cbor.EncMode {
 // spec's Hash, so into the network ID on the wire: a build whose rules differ is on another
 // network, never a node that votes in the same rounds and splits from the others. Bump it
 // with any such change (2: a contribution the aggregation rule drops whole is marked in the
-// record and earns nothing). A home made under other rules does not replay: start a new one.
-const RulesVersion = 2
+// record and earns nothing; 3: with outer momentum 0 the model state holds no momentum
+// buffer, so its root and checkpoints cover θ alone). A home made under other rules does
+// not replay: start a new one.
+const RulesVersion = 3
 
 // Hash is SHA-256 over the spec's canonical (core deterministic CBOR) encoding, without
 // the bootstrap list, under the consensus rules' version (RulesVersion). Two files that

@@ -115,10 +115,15 @@ func (s Schedule) At(step int) float64 {
 // Nesterov is SGD with Nesterov momentum as the DiLoCo outer optimizer, in the form of
 // PyTorch's SGD(nesterov=True): v ← μv + g; θ ← θ − lr·(g + μv).
 // Every product is rounded before it is added, so results are bit-reproducible on every
-// architecture.
+// architecture. With Momentum 0 it is plain SGD, θ ← θ − lr·g, and keeps no buffer (the
+// buffer would only repeat the last g: a model's worth of memory in every state kept,
+// and of bytes in every checkpoint), unless KeepLast asks it to keep the last g there.
 type Nesterov struct {
 	LR, Momentum float64
-	buf          []float64
+	// KeepLast keeps the last g as the buffer when Momentum is 0 (v ← 0·v + g, as with
+	// any momentum), for a caller that reads it (round's shared bases).
+	KeepLast bool
+	buf      []float64
 }
 
 // Step applies the pseudo-gradient g to theta in place.
@@ -126,17 +131,38 @@ func (n *Nesterov) Step(theta, g []float64) error {
 	if len(theta) != len(g) {
 		return fmt.Errorf("%w: %d parameters, %d gradient values", ErrShape, len(theta), len(g))
 	}
+	return n.StepAt(theta, 0, g)
+}
+
+// StepAt applies g to theta[lo:lo+len(g)] in place, with the momentum of those
+// coordinates: Step over the whole vector is StepAt over its ranges in any order, to the
+// bit, so a caller can step each range of a pseudo-gradient as it is made.
+func (n *Nesterov) StepAt(theta []float64, lo int, g []float64) error {
+	if lo < 0 || lo > len(theta) || len(g) > len(theta)-lo {
+		return fmt.Errorf("%w: %d gradient values at %d of %d parameters", ErrShape, len(g), lo, len(theta))
+	}
+	th := theta[lo : lo+len(g)]
+	if n.Momentum == 0 && !n.KeepLast {
+		if n.buf != nil {
+			return fmt.Errorf("%w: a momentum buffer for plain SGD (momentum 0)", ErrShape)
+		}
+		for i, gi := range g {
+			th[i] -= float64(n.LR * gi)
+		}
+		return nil
+	}
 	if n.buf == nil {
 		n.buf = make([]float64, len(theta))
 	}
 	if len(n.buf) != len(theta) {
 		return fmt.Errorf("%w: momentum of %d values for %d parameters", ErrShape, len(n.buf), len(theta))
 	}
+	buf := n.buf[lo : lo+len(g)]
 	for i, gi := range g {
-		v := float64(n.Momentum*n.buf[i]) + gi
-		n.buf[i] = v
+		v := float64(n.Momentum*buf[i]) + gi
+		buf[i] = v
 		d := gi + float64(n.Momentum*v)
-		theta[i] -= float64(n.LR * d)
+		th[i] -= float64(n.LR * d)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package training
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -71,6 +72,71 @@ func TestNesterovMatchesReference(t *testing.T) {
 	}
 	if err := n.Step(theta, make([]float64, 4)); err == nil {
 		t.Fatal("Step accepted a gradient of the wrong length")
+	}
+}
+
+// With momentum 0 the outer step is θ − lr·g to the bit and keeps no buffer; with
+// KeepLast the buffer holds the last g and θ is the same. A buffer restored for plain SGD
+// is refused, not silently carried into states.
+func TestNesterovWithoutMomentumKeepsNoBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	theta := randSlice(rng, 7)
+	kept := append([]float64(nil), theta...)
+	plain, keep := &Nesterov{LR: 0.35}, &Nesterov{LR: 0.35, KeepLast: true}
+	for step := 0; step < 3; step++ {
+		g := randSlice(rng, 7)
+		want := append([]float64(nil), theta...)
+		for i := range want {
+			want[i] -= 0.35 * g[i]
+		}
+		if err := plain.Step(theta, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := keep.Step(kept, g); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Float64bits(theta[i]) != math.Float64bits(want[i]) || math.Float64bits(kept[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("step %d [%d]: %v and %v, want %v", step, i, theta[i], kept[i], want[i])
+			}
+		}
+		if plain.MomentumBuffer() != nil || !slices.Equal(keep.MomentumBuffer(), g) {
+			t.Fatalf("step %d: buffers %v and %v", step, plain.MomentumBuffer(), keep.MomentumBuffer())
+		}
+	}
+	plain.SetMomentumBuffer(make([]float64, 7))
+	if err := plain.Step(theta, make([]float64, 7)); err == nil {
+		t.Fatal("plain SGD stepped with a momentum buffer")
+	}
+}
+
+// Step over the whole vector is StepAt over its ranges, in any order, to the bit, with
+// momentum or without; ranges past the vector are refused.
+func TestNesterovStepAtIsStepByRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, mu := range []float64{0, 0.9} {
+		theta := randSlice(rng, 11)
+		ranged := append([]float64(nil), theta...)
+		whole, parts := &Nesterov{LR: 0.7, Momentum: mu}, &Nesterov{LR: 0.7, Momentum: mu}
+		for step := 0; step < 3; step++ {
+			g := randSlice(rng, 11)
+			if err := whole.Step(theta, g); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range [][2]int{{6, 11}, {0, 2}, {2, 6}} {
+				if err := parts.StepAt(ranged, r[0], g[r[0]:r[1]]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range theta {
+				if math.Float64bits(theta[i]) != math.Float64bits(ranged[i]) {
+					t.Fatalf("momentum %v, step %d [%d]: %v by ranges, %v whole", mu, step, i, ranged[i], theta[i])
+				}
+			}
+		}
+		if err := parts.StepAt(ranged, 9, make([]float64, 3)); err == nil {
+			t.Fatal("StepAt took a range past the vector")
+		}
 	}
 }
 

@@ -136,7 +136,13 @@ func sorted(in []Input) ([]Input, error) {
 
 // mean returns Σ wᵢ·sᵢ·xᵢ / Σ wᵢ, where sᵢ = scale[i] (1 when scale is nil).
 func mean(xs []Input, scale []float64) []float64 {
-	out := make([]float64, len(xs[0].Vec))
+	return meanInto(make([]float64, len(xs[0].Vec)), xs, scale)
+}
+
+// meanInto is mean written into out, of the inputs' length, which it clears first and
+// returns.
+func meanInto(out []float64, xs []Input, scale []float64) []float64 {
+	clear(out)
 	var w float64
 	for i, x := range xs {
 		w += x.Weight

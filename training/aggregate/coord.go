@@ -48,8 +48,10 @@ func (c *column) weightedMedian() float64 {
 	return math.NaN() // unreachable: the loop returns at the last element
 }
 
-func median(xs []Input) []float64 {
-	out := make([]float64, len(xs[0].Vec))
+func median(xs []Input) []float64 { return medianInto(make([]float64, len(xs[0].Vec)), xs) }
+
+// medianInto is median written into out, of the inputs' length, which it returns.
+func medianInto(out []float64, xs []Input) []float64 {
 	c := newColumn(len(xs))
 	for j := range out {
 		c.load(xs, j)
@@ -59,7 +61,11 @@ func median(xs []Input) []float64 {
 }
 
 func trimmedMean(xs []Input, k int) []float64 {
-	out := make([]float64, len(xs[0].Vec))
+	return trimmedMeanInto(make([]float64, len(xs[0].Vec)), xs, k)
+}
+
+// trimmedMeanInto is trimmedMean written into out, of the inputs' length, which it returns.
+func trimmedMeanInto(out []float64, xs []Input, k int) []float64 {
 	c := newColumn(len(xs))
 	for j := range out {
 		c.load(xs, j)

@@ -45,6 +45,33 @@ func AggregateStreamDropped(cfg Config, n int, in []Source) ([]float64, []string
 	return aggregateStreamDropped(cfg, n, 0, in)
 }
 
+// AggregateStreamTo is AggregateStreamDropped that hands the result to sink a coordinate
+// range at a time, in coordinate order, instead of returning it whole: lo is the range's
+// first coordinate, g its values (sink must not keep g). Each range is checked finite
+// before it is handed over, so an error may come after some ranges were: the caller
+// writes them where it can drop them (the round's close steps a copy of θ). The ranges
+// put together are AggregateStreamDropped's result, bit for bit; the rules whose final
+// pass is coordinate-wise (all but centered_clip) never hold the result whole.
+func AggregateStreamTo(cfg Config, n int, in []Source, sink func(lo int, g []float64) error) ([]string, error) {
+	return aggregateStreamTo(cfg, n, 0, in, sink)
+}
+
+// aggregateStreamTo is AggregateStreamTo with ranges of chunk values (0: from StreamBudget).
+func aggregateStreamTo(cfg Config, n, chunk int, in []Source, sink func(lo int, g []float64) error) ([]string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := newStreamer(in, n, chunk)
+	if err != nil {
+		return nil, err
+	}
+	s.sink = sink
+	if _, err := s.aggregate(cfg); err != nil {
+		return nil, err
+	}
+	return s.dropped, nil
+}
+
 // aggregateStream is AggregateStream with ranges of chunk values (0: from StreamBudget).
 func aggregateStream(cfg Config, n, chunk int, in []Source) ([]float64, error) {
 	out, _, err := aggregateStreamDropped(cfg, n, chunk, in)
@@ -60,15 +87,29 @@ func aggregateStreamDropped(cfg Config, n, chunk int, in []Source) ([]float64, [
 	if err != nil {
 		return nil, nil, err
 	}
+	out, err := s.aggregate(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, s.dropped, nil
+}
+
+// aggregate runs cfg's rule: it returns the result, or with a sink set hands it over a
+// range at a time (final) and returns nil.
+func (s *streamer) aggregate(cfg Config) ([]float64, error) {
 	var out []float64
+	var err error
 	switch cfg.Method {
 	case TrimmedMean:
 		k := int(math.Floor(cfg.Trim * float64(len(s.src))))
-		out, err = s.coordwise(nil, func(xs []Input, _, _ int) []float64 { return trimmedMean(xs, k) })
+		out, err = s.final(nil, func(xs []Input, lo, hi int) []float64 { return trimmedMeanInto(s.scratch[:hi-lo], xs, k) })
 	case Median:
-		out, err = s.median(nil)
+		out, err = s.final(nil, func(xs []Input, lo, hi int) []float64 { return medianInto(s.scratch[:hi-lo], xs) })
 	case CenteredClip:
-		out, err = s.centeredClip(cfg.Tau, cfg.Iters)
+		if out, err = s.centeredClip(cfg.Tau, cfg.Iters); err == nil && s.sink != nil {
+			err = s.hand(0, out)
+			out = nil
+		}
 	case NormClip:
 		out, err = s.normClip()
 	case FilteredMean:
@@ -77,14 +118,52 @@ func aggregateStreamDropped(cfg Config, n, chunk int, in []Source) ([]float64, [
 		out, err = s.mean(s.all(), nil)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for _, v := range out {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, nil, fmt.Errorf("%w: result overflowed", ErrNotFinite)
+	if err := finite(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// finite refuses a result with a value that is not finite.
+func finite(v []float64) error {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: result overflowed", ErrNotFinite)
 		}
 	}
-	return out, s.dropped, nil
+	return nil
+}
+
+// hand checks a range of the result and hands it to the sink.
+func (s *streamer) hand(lo int, g []float64) error {
+	if err := finite(g); err != nil {
+		return err
+	}
+	return s.sink(lo, g)
+}
+
+// final is the rule's last pass: coordwise, or with a sink set each range handed over as
+// it is made (and nil returned).
+func (s *streamer) final(idx []int, f func(xs []Input, lo, hi int) []float64) ([]float64, error) {
+	if s.sink == nil {
+		return s.coordwise(idx, f)
+	}
+	if idx == nil {
+		idx = s.all()
+	}
+	for lo := 0; lo < s.n; lo += s.chunk {
+		hi := min(lo+s.chunk, s.n)
+		xs, err := s.load(idx, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.hand(lo, f(xs, lo, hi)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // streamer reads sorted sources range by range into one buffer per source.
@@ -95,6 +174,11 @@ type streamer struct {
 	bufs  [][]float64
 	// dropped names the inputs the rule left out whole, in ID order.
 	dropped []string
+	// sink, if set, takes the result a range at a time (AggregateStreamTo).
+	sink func(lo int, g []float64) error
+	// scratch holds a range of a pass's result: coordwise copies it out, a sink must not
+	// keep it.
+	scratch []float64
 }
 
 func newStreamer(in []Source, n, chunk int) (*streamer, error) {
@@ -122,7 +206,7 @@ func newStreamer(in []Source, n, chunk int) (*streamer, error) {
 	for i := range bufs {
 		bufs[i] = make([]float64, chunk)
 	}
-	return &streamer{src: src, n: n, chunk: chunk, bufs: bufs}, nil
+	return &streamer{src: src, n: n, chunk: chunk, bufs: bufs, scratch: make([]float64, chunk)}, nil
 }
 
 // all is the index of every source.
@@ -154,7 +238,8 @@ func (s *streamer) load(idx []int, lo, hi int) ([]Input, error) {
 }
 
 // coordwise runs f on every range of the sources idx (nil: all) and puts the ranges of its
-// results together. f gets the range's inputs and its bounds.
+// results together (nil if f gives none: a pass that only sums allocates no result). f
+// gets the range's inputs and its bounds.
 func (s *streamer) coordwise(idx []int, f func(xs []Input, lo, hi int) []float64) ([]float64, error) {
 	if idx == nil {
 		idx = s.all()
@@ -173,22 +258,22 @@ func (s *streamer) coordwise(idx []int, f func(xs []Input, lo, hi int) []float64
 			copy(out[lo:hi], r)
 		}
 	}
-	if out == nil {
-		out = make([]float64, s.n)
+	if out == nil && s.n == 0 {
+		out = []float64{}
 	}
-	return out, nil
+	return out, nil // nil when f gave nothing: a pass that only sums
 }
 
 // mean is mean over the sources idx, with scale[k] for idx[k] (nil: 1).
 func (s *streamer) mean(idx []int, scale []float64) ([]float64, error) {
-	return s.coordwise(idx, func(xs []Input, _, _ int) []float64 { return mean(xs, scale) })
+	return s.final(idx, func(xs []Input, lo, hi int) []float64 { return meanInto(s.scratch[:hi-lo], xs, scale) })
 }
 
 // median is the coordinate-wise weighted median; with dist not nil it also adds each
 // source's squared distance from it, coordinate by coordinate, into dist.
 func (s *streamer) median(dist []float64) ([]float64, error) {
 	return s.coordwise(nil, func(xs []Input, _, _ int) []float64 {
-		m := median(xs)
+		m := medianInto(s.scratch[:len(xs[0].Vec)], xs)
 		if dist != nil {
 			addSquares(xs, m, dist)
 		}
@@ -232,7 +317,11 @@ func (s *streamer) inputs() []Input {
 
 func (s *streamer) filteredMean() ([]float64, error) {
 	dist := make([]float64, len(s.src))
-	if _, err := s.median(dist); err != nil {
+	_, err := s.coordwise(nil, func(xs []Input, _, _ int) []float64 { // the median is not kept
+		addSquares(xs, medianInto(s.scratch[:len(xs[0].Vec)], xs), dist)
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	for i := range dist {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -48,6 +49,68 @@ func TestStreamSameBitsAsAggregate(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// AggregateStreamTo hands over, range after range in coordinate order, the bits
+// AggregateStreamDropped returns, and the same dropped inputs, for every rule and range
+// size; a sink's error ends it with that error.
+func TestStreamToHandsOverTheSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, cfg := range append(slices.Clone(methods), Config{Method: CenteredClip, Tau: 1e-9}) {
+		in := randInputs(rng, 9, 301, false)
+		for j := range in[4].Vec {
+			in[4].Vec[j] *= 50
+		}
+		want, wantDropped, err := aggregateStreamDropped(cfg, 301, 0, sources(in, new(int)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, chunk := range []int{0, 1, 7, 100, 301} {
+			var got []float64
+			dropped, err := aggregateStreamTo(cfg, 301, chunk, sources(in, new(int)), func(lo int, g []float64) error {
+				if lo != len(got) {
+					return errors.New("a range out of order")
+				}
+				got = append(got, g...)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%s chunk %d: %v", cfg.Method, chunk, err)
+			}
+			if !slices.Equal(dropped, wantDropped) || len(got) != len(want) {
+				t.Fatalf("%s chunk %d: %d values, dropped %v; want %d, %v", cfg.Method, chunk, len(got), dropped, len(want), wantDropped)
+			}
+			for j := range want {
+				if math.Float64bits(got[j]) != math.Float64bits(want[j]) {
+					t.Fatalf("%s chunk %d: coordinate %d is %v, want %v", cfg.Method, chunk, j, got[j], want[j])
+				}
+			}
+		}
+		stop := errors.New("stop")
+		if _, err := AggregateStreamTo(cfg, 301, sources(in, new(int)), func(int, []float64) error { return stop }); !errors.Is(err, stop) {
+			t.Fatalf("%s: a sink's error gave %v", cfg.Method, err)
+		}
+	}
+}
+
+// Handed to a sink, filtered_mean's result is never held whole: aggregating 4 inputs of
+// 2^20 values (8 MB each) allocates the range buffers, under half of one such vector.
+func TestStreamToAllocatesNoWholeResult(t *testing.T) {
+	const n = 1 << 20
+	rng := rand.New(rand.NewPCG(17, 18))
+	in := randInputs(rng, 4, n, false)
+	src := sources(in, new(int))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := AggregateStreamTo(Config{Method: FilteredMean}, n, src, func(int, []float64) error { return nil })
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*n/2 {
+		t.Errorf("aggregating allocated %d bytes, one input is %d", alloc, 8*n)
 	}
 }
 

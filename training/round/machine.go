@@ -43,13 +43,16 @@ func New(cfg Config, st State) (*Machine, error) {
 	m := &Machine{
 		cfg: cfg, enc: enc, layout: lay,
 		theta:     training.Flatten(st.Params),
-		outer:     training.Nesterov{LR: cfg.OuterLR, Momentum: cfg.Momentum},
+		outer:     outerOf(cfg),
 		nextClose: st.Round, nextLocal: st.Round,
 		contrib: map[uint64]map[string]Contribution{},
 	}
 	if st.Momentum != nil {
 		if len(st.Momentum) != len(m.theta) {
 			return nil, fmt.Errorf("round: momentum of %d values for %d parameters", len(st.Momentum), len(m.theta))
+		}
+		if err := keepsMomentum(cfg); err != nil {
+			return nil, err
 		}
 		m.outer.SetMomentumBuffer(st.Momentum)
 	}
@@ -278,6 +281,11 @@ func (m *Machine) Reset(st State) error {
 	if err := m.layout.fits(st); err != nil {
 		return err
 	}
+	if st.Momentum != nil {
+		if err := keepsMomentum(m.cfg); err != nil {
+			return err
+		}
+	}
 	if m.started && m.base == nil { // the start point of the work under way, before θ changes
 		m.base = m.startPoint()
 	}
@@ -285,7 +293,7 @@ func (m *Machine) Reset(st State) error {
 	m.outer.SetMomentumBuffer(st.Momentum)
 	m.bases = nil
 	if st.Momentum == nil {
-		m.outer = training.Nesterov{LR: m.cfg.OuterLR, Momentum: m.cfg.Momentum}
+		m.outer = outerOf(m.cfg)
 	}
 	m.nextClose = st.Round
 	if m.nextLocal < st.Round {

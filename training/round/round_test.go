@@ -260,7 +260,8 @@ func TestReceiveRefusals(t *testing.T) {
 }
 
 // With an exact codec (full rank, no quantisation), outer lr 1 and no momentum, one node's
-// round machine moves θ to its local parameters.
+// round machine moves θ to its local parameters, and its state holds no momentum buffer
+// (it would only repeat the last aggregate); a state that brings one is refused.
 func TestExactCodecSingleNode(t *testing.T) {
 	theta0 := testTheta(4)
 	cfg := testConfig("a", 0)
@@ -284,8 +285,15 @@ func TestExactCodecSingleNode(t *testing.T) {
 		}
 	}
 	st := m.State()
-	if st.Round != 1 || len(st.Momentum) != 16*12+12 {
-		t.Fatalf("state round %d, momentum %d", st.Round, len(st.Momentum))
+	if st.Round != 1 || st.Momentum != nil {
+		t.Fatalf("state round %d, momentum of %d values", st.Round, len(st.Momentum))
+	}
+	st.Momentum = make([]float64, 16*12+12)
+	if err := m.Reset(st); err == nil {
+		t.Fatal("a momentum buffer without momentum was taken")
+	}
+	if _, _, err := Step(cfg, st, nil, nil); err == nil {
+		t.Fatal("Step took a momentum buffer without momentum")
 	}
 }
 

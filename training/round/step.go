@@ -1,6 +1,7 @@
 package round
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -48,6 +49,22 @@ func (l *layout) fits(st State) error {
 	}
 	if st.Momentum != nil && len(st.Momentum) != l.size {
 		return fmt.Errorf("round: momentum of %d values for %d parameters", len(st.Momentum), l.size)
+	}
+	return nil
+}
+
+// outerOf is the outer optimizer cfg gives. With momentum 0 it keeps no momentum buffer,
+// so a state holds none (and its root and checkpoint cover none), unless shared bases
+// read the last aggregate from it.
+func outerOf(cfg Config) training.Nesterov {
+	return training.Nesterov{LR: cfg.OuterLR, Momentum: cfg.Momentum, KeepLast: cfg.Compress.SharedRank > 0}
+}
+
+// keepsMomentum refuses a state with a momentum buffer under a cfg whose outer step keeps
+// none (outerOf): its root would not be the one every node computes.
+func keepsMomentum(cfg Config) error {
+	if o := outerOf(cfg); o.Momentum == 0 && !o.KeepLast {
+		return errors.New("round: a state with a momentum buffer for an outer step without momentum")
 	}
 	return nil
 }
@@ -102,8 +119,11 @@ func Step(cfg Config, st State, contribs []Contribution, weights map[string]floa
 		}
 	}
 	theta := training.Flatten(st.Params)
-	outer := training.Nesterov{LR: cfg.OuterLR, Momentum: cfg.Momentum}
+	outer := outerOf(cfg)
 	if st.Momentum != nil {
+		if err := keepsMomentum(cfg); err != nil {
+			return State{}, Closed{}, err
+		}
 		outer.SetMomentumBuffer(st.Momentum)
 	}
 	bases, err := sharedBases(cfg, &lay, st.Momentum)
@@ -167,17 +187,25 @@ func closeStep(cfg Config, lay *layout, theta []float64, outer *training.Nestero
 	if len(in) == 0 {
 		return 0, included, rejected, nil, nil
 	}
+	// The outer step takes the aggregate a range at a time, as the rule makes it, so that
+	// the close never holds it whole: theta and outer are the close's own copies, which
+	// the caller drops on an error.
+	var stepErr error
 	begin(cfg.Meter, PhaseAggregate)
-	g, dropped, err := aggregate.AggregateStreamDropped(cfg.Aggregate, lay.size, in)
+	dropped, err = aggregate.AggregateStreamTo(cfg.Aggregate, lay.size, in, func(lo int, g []float64) error {
+		end(cfg.Meter, PhaseAggregate)
+		begin(cfg.Meter, PhaseOuter)
+		stepErr = outer.StepAt(theta, lo, g)
+		end(cfg.Meter, PhaseOuter)
+		begin(cfg.Meter, PhaseAggregate)
+		return stepErr
+	})
 	end(cfg.Meter, PhaseAggregate)
-	if err != nil {
+	switch {
+	case stepErr != nil:
+		return 0, nil, nil, nil, fmt.Errorf("round: outer step of round %d: %w", r, stepErr)
+	case err != nil:
 		return 0, nil, nil, nil, fmt.Errorf("round: aggregating round %d: %w", r, err)
-	}
-	begin(cfg.Meter, PhaseOuter)
-	err = outer.Step(theta, g)
-	end(cfg.Meter, PhaseOuter)
-	if err != nil {
-		return 0, nil, nil, nil, fmt.Errorf("round: outer step of round %d: %w", r, err)
 	}
 	return total, included, rejected, dropped, nil
 }
