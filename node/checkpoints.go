@@ -18,15 +18,16 @@ type CheckpointStatus struct {
 }
 
 // checkpointer makes the node's checkpoints: the loop hands it a copy of the state after
-// a commit whose next round is a multiple of every, and it encodes, splits and stores the
+// a commit whose next round is a multiple of every, and it encodes and stores the
 // checkpoint off the loop, keeping the last keep. One checkpoint is made at a time; one
 // handed over meanwhile waits, replacing any older one waiting.
 type checkpointer struct {
 	every          uint64
 	keep           int
 	network, runID string
-	// put stores a checkpoint with the node's local state (store.PutCheckpoint).
-	put func(m *checkpoint.Manifest, chunks [][]byte, local []byte, keep int) error
+	// write stores a checkpoint with the node's local state and returns its manifest
+	// (store.WriteCheckpoint: encoded straight into its file).
+	write func(c *checkpoint.Checkpoint, local []byte, keep int) (*checkpoint.Manifest, error)
 	// stored, if set, is told each checkpoint stored (to announce it); it must not block.
 	stored func(m *checkpoint.Manifest)
 	// local, if set, returns the node's local state that goes with a checkpoint; the loop
@@ -83,17 +84,17 @@ func (k *checkpointer) run(ctx context.Context) {
 	}
 }
 
-// make encodes, splits and stores one checkpoint, and logs it. One whose root is not the
+// make encodes and stores one checkpoint, and logs it. One whose root is not the
 // committed record's is not stored: it would be refused by everyone who fetched it.
 func (k *checkpointer) make(ctx context.Context, job ckptJob) {
-	m, chunks := checkpoint.Split(job.c, 0)
-	if m.Root != job.want {
-		k.log.Error("no checkpoint: its root is not the committed one", "round", m.Round, "root", hexRoot(m.Root), "committed", hexRoot(job.want))
+	if root := job.c.Root(); root != job.want {
+		k.log.Error("no checkpoint: its root is not the committed one", "round", job.c.Round, "root", hexRoot(root), "committed", hexRoot(job.want))
 		return
 	}
-	if err := k.put(m, chunks, job.local, k.keep); err != nil {
+	m, err := k.write(job.c, job.local, k.keep)
+	if err != nil {
 		if ctx.Err() == nil {
-			k.log.Error("storing the checkpoint", "round", m.Round, "err", err)
+			k.log.Error("storing the checkpoint", "round", job.c.Round, "err", err)
 		}
 		return
 	}

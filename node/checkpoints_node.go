@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -25,8 +26,14 @@ const (
 
 // checkpointLimits are what this network allows a checkpoint to be: its names and θ_0's
 // tensors (like).
+// Only like's names and shapes are kept: the limits outlive θ_0's values, which the node
+// lets go once its loop has evaluated them.
 func checkpointLimits(s *configs.Spec, like []training.Tensor) checkpoint.Limits {
-	return checkpoint.Limits{Network: s.NetworkID(), Run: s.Run, Like: like}
+	shapes := make([]training.Tensor, len(like))
+	for i, t := range like {
+		shapes[i] = training.Tensor{Name: t.Name, Shape: slices.Clone(t.Shape)}
+	}
+	return checkpoint.Limits{Network: s.NetworkID(), Run: s.Run, Like: shapes}
 }
 
 // startCheckpoints sets up the node's checkpoints before its host starts: the
@@ -39,7 +46,7 @@ func (n *Node) startCheckpoints(reg prometheus.Registerer) error {
 	}
 	s, st := n.opts.Spec, n.ledger.st
 	k := newCheckpointer(uint64(s.Agreement.CheckpointEvery), s.Agreement.CheckpointsKept, s.NetworkID(), s.Run, n.log)
-	k.put, k.met = st.PutCheckpoint, met
+	k.write, k.met = st.WriteCheckpoint, met
 	n.announce = make(chan struct{}, 1)
 	k.stored = func(*checkpoint.Manifest) { n.announceCheckpoints() }
 	if info, err := st.LatestCheckpoint(); err == nil {

@@ -32,7 +32,7 @@ func TestLoopMakesCheckpointsEveryKRoundsAndKeepsN(t *testing.T) {
 	}
 	defer st.Close()
 	k := newCheckpointer(2, 2, s.NetworkID(), s.Run, slog.New(slog.DiscardHandler))
-	k.put = st.PutCheckpoint
+	k.write = st.WriteCheckpoint
 	h.l.ckpt = k
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -124,7 +124,11 @@ func TestSwarmNodesMakeServeAndSyncCheckpoints(t *testing.T) {
 func TestCheckpointNotOfTheCommittedRootNotStored(t *testing.T) {
 	k := newCheckpointer(2, 2, p2ptest.Network, p2ptest.Run, slog.New(slog.DiscardHandler))
 	stored := 0
-	k.put = func(*checkpoint.Manifest, [][]byte, []byte, int) error { stored++; return nil }
+	k.write = func(c *checkpoint.Checkpoint, _ []byte, _ int) (*checkpoint.Manifest, error) {
+		stored++
+		m, _ := checkpoint.Split(c, 0)
+		return m, nil
+	}
 	c := syncCheckpoint(t, 1)
 	wrong := c.Root()
 	wrong[0] ^= 1

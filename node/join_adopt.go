@@ -136,6 +136,7 @@ func (n *Node) joinRun(ctx context.Context) error {
 	if n.ledger.state.Load().Round != 0 {
 		return n.catchUp(ctx)
 	}
+	defer func() { n.train.resumed = resumePoint{} }() // θ_0, which the core holds a copy of
 	j := n.newJoiner()
 	j.trust = n.ledger.state.Load() // genesis
 	began, wait := time.Now(), joinWait

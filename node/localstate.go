@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
@@ -83,17 +84,18 @@ func (l *loop) takeLocal(round uint64) *localState {
 	return ls
 }
 
-// encodeLocal is the encoding of the node's local state now that round is the first open
-// one, read in place where it can be (the own pseudo-gradient, the optimizer's moments:
-// only the codec's state is copied), so that a save holds little more than its bytes.
-// The loop calls it at a commit, when no local work is under way, and nothing changes
-// the state until it returns.
-func (l *loop) encodeLocal(round uint64) ([]byte, error) {
+// writeLocal writes the encoding of the node's local state now that round is the first
+// open one to w, read in place where it can be (the own pseudo-gradient, the optimizer's
+// moments: only the codec's state is copied), so that a save holds little more than the
+// state. The loop calls it at a commit, when no local work is under way, and nothing
+// changes the state until it returns.
+func (l *loop) writeLocal(round uint64, w io.Writer) error {
 	ls := &localState{Round: round, Machine: l.core.LocalShared()}
 	ls.Steps, ls.Drawn = uint64(l.train.inner.Steps()), l.train.batch.Drawn()
 	if o, ok := l.train.inner.Opt.(*training.AdamW); ok {
 		ls.Optimizer.T = o.StepCount()
 		ls.m32, ls.v32 = o.Moments()
 	}
-	return ls.marshal()
+	_, err := ls.writeTo(func(int) io.Writer { return w })
+	return err
 }

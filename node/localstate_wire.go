@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -99,27 +100,79 @@ func (ls *localState) header() (localHeader, int) {
 
 // marshal is the local state's canonical encoding.
 func (ls *localState) marshal() ([]byte, error) {
+	var buf *bytes.Buffer
+	if _, err := ls.writeTo(func(size int) io.Writer {
+		buf = bytes.NewBuffer(make([]byte, 0, size))
+		return buf
+	}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeTo writes ls's encoding (marshal's bytes) a piece at a time to the writer open
+// gives for the encoding's size, reading the vectors in place: a save holds no copy of the
+// state's size. It returns the bytes written.
+func (ls *localState) writeTo(open func(size int) io.Writer) (int64, error) {
 	if len(ls.Optimizer.M) != len(ls.Optimizer.V) || len(ls.m32) != len(ls.v32) || ls.Optimizer.M != nil && ls.m32 != nil {
-		return nil, fmt.Errorf("local state: %d and %d first moments, %d and %d second", len(ls.Optimizer.M), len(ls.m32), len(ls.Optimizer.V), len(ls.v32))
+		return 0, fmt.Errorf("local state: %d and %d first moments, %d and %d second", len(ls.Optimizer.M), len(ls.m32), len(ls.Optimizer.V), len(ls.v32))
 	}
 	h, size := ls.header()
 	head, err := localEnc.Marshal(&h)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	out := make([]byte, len(head)+size)
-	off := copy(out, head)
+	lw := &leWriter{w: open(len(head) + size), buf: make([]byte, 0, min(len(head)+size, localBuf))}
+	lw.raw(head)
 	ls.vectors(func(v *[]float64) {
-		n, _ := binary.Encode(out[off:], binary.LittleEndian, *v) // sized by header: cannot fail
-		off += n
+		for _, x := range *v {
+			lw.put(math.Float64bits(x))
+		}
 	})
 	for _, v := range append(slices.Clone(ls.m32), ls.v32...) { // as float64, as State gives them
 		for _, x := range v {
-			binary.LittleEndian.PutUint64(out[off:], math.Float64bits(float64(x)))
-			off += 8
+			lw.put(math.Float64bits(float64(x)))
 		}
 	}
-	return out, nil
+	lw.flush()
+	return lw.n, lw.err
+}
+
+// localBuf is how many bytes writeTo gathers before each write.
+const localBuf = 64 << 10
+
+// leWriter writes 8-byte little-endian words through a small buffer; the first error of w
+// sticks.
+type leWriter struct {
+	w   io.Writer
+	buf []byte
+	n   int64
+	err error
+}
+
+func (l *leWriter) raw(p []byte) {
+	l.flush()
+	if l.err == nil {
+		var n int
+		n, l.err = l.w.Write(p)
+		l.n += int64(n)
+	}
+}
+
+func (l *leWriter) put(u uint64) {
+	l.buf = binary.LittleEndian.AppendUint64(l.buf, u)
+	if len(l.buf) >= localBuf {
+		l.flush()
+	}
+}
+
+func (l *leWriter) flush() {
+	if l.err == nil && len(l.buf) > 0 {
+		var n int
+		n, l.err = l.w.Write(l.buf)
+		l.n += int64(n)
+	}
+	l.buf = l.buf[:0]
 }
 
 // decodeLocal decodes a saved local state of a model of n values: its size is checked

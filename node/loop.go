@@ -131,7 +131,9 @@ func (l *loop) run(ctx context.Context, initial round.State) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); l.ckpt.run(ctx) }()
 	}
-	l.eval.submit(evalJob{initial: true, params: initial.Params})
+	if initial.Params != nil { // nil: run again on the state the last run left (a resync that did not move)
+		l.eval.submit(evalJob{initial: true, params: initial.Params})
+	}
 	t := l.clk.NewTicker(tickInterval)
 	defer t.Stop()
 	if l.View().NextClose == 0 { // round 0 starts together; a restart or a join does not wait

@@ -144,11 +144,18 @@ func (n *Node) saveLocal(round uint64) {
 		n.log.Warn("the last local state is still being saved: skipping this one", "round", round)
 		return
 	}
-	blob, err := n.train.loop.encodeLocal(round)
+	// Written on the loop straight from the state to a temporary file (about 50 MB on
+	// the default task, into the page cache), synced and put in place off it.
+	lf, err := n.ledger.st.CreateLocal(round)
+	if err == nil {
+		if err = n.train.loop.writeLocal(round, lf); err != nil {
+			lf.Abort()
+		}
+	}
 	go func() {
 		defer n.train.saving.Unlock()
 		if err == nil {
-			err = n.ledger.st.PutLocal(round, blob)
+			err = lf.Commit()
 		}
 		if err == nil {
 			err = n.pruneShards()

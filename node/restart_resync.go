@@ -74,7 +74,10 @@ func (n *Node) runTraining(ctx context.Context) error {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() { defer wg.Done(); n.watchHead(lctx, stop, wait, strikes) }()
-		err := n.train.loop.run(lctx, n.train.initial)
+		initial := n.train.initial
+		// The loop evaluates θ once and its core holds its own copy: the values go with it.
+		n.train.initial.Params = nil
+		err := n.train.loop.run(lctx, initial)
 		stop(nil)
 		wg.Wait()
 		var rc *resyncCause

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,20 @@ func denseBytes(ts []training.Tensor) int64 {
 	return 4 * n
 }
 
+// liveEstimate is about the most heap a training node of a model of n values holds, with
+// a little headroom: ten vectors of the model's size in float64 (θ and the states kept to
+// repair the last rounds, the start the trainer trains, its gradients and moments, the
+// codec's residuals and the eager start's own pseudo-gradient), four more when the outer
+// step has momentum (each state's buffer), and 24 MiB for the rest (the charlm default:
+// 145 MiB against 125 measured live).
+func liveEstimate(n int, momentum bool) int64 {
+	v := int64(10)
+	if momentum {
+		v += 4
+	}
+	return int64(n)*8*v + 24<<20
+}
+
 // startTraining builds the node's training before its host starts, since the validators
 // feed the loop from the first message: the full checks, the attestor, the loop. Their
 // edges reach the host through n once it exists.
@@ -137,6 +152,10 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	p, err := NewParams(s)
 	if err != nil {
 		return fmt.Errorf("network spec: %w", err)
+	}
+	if lim, need := debug.SetMemoryLimit(-1), liveEstimate(p.Limits.MaxElements, s.Training.Outer.Momentum != 0); lim < need {
+		n.log.Warn("the memory limit is below what a node of this network's model holds: the collector will run nearly all the time; raise memory_limit_mib",
+			"limit_mib", lim>>20, "needs_mib", need>>20)
 	}
 	publish := func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) }
 	w := wireOf(s)

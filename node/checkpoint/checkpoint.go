@@ -72,24 +72,16 @@ type wireTensor struct {
 }
 
 // Encode returns the checkpoint's canonical encoding: the same state gives the same bytes
-// on every node and architecture.
+// on every node and architecture. It is written (WriteTo) into a buffer of its size.
 func (c *Checkpoint) Encode() []byte {
-	w := c.wire()
-	buf := bytes.NewBuffer(make([]byte, 0, w.sizeBound()))
-	if err := encMode.MarshalToBuffer(&w, buf); err != nil {
-		panic(fmt.Sprintf("checkpoint: encoding: %v", err)) // plain values: cannot fail
+	ledger := c.ledgerBytes()
+	n := 16*9 + len(c.Network) + len(c.Run) + len(c.Prev) + 8*len(c.Model.Momentum) + len(ledger)
+	for _, t := range c.Model.Params {
+		n += 8*9 + len(t.Name) + 9*len(t.Shape) + 8*len(t.Data)
 	}
+	buf := bytes.NewBuffer(make([]byte, 0, n))
+	_, _ = c.writeTo(buf, ledger, min(n, streamBuf)) // a bytes.Buffer takes every write
 	return buf.Bytes()
-}
-
-// sizeBound is at least the size of w's encoding: its bytes and strings, and 9 bytes for
-// each head (type and length) and map key, which is the most a head takes.
-func (w *wireCheckpoint) sizeBound() int {
-	n := 16*9 + len(w.Network) + len(w.Run) + len(w.Prev) + len(w.Momentum) + len(w.Ledger)
-	for _, t := range w.Tensors {
-		n += 8*9 + len(t.Name) + 9*len(t.Shape) + len(t.Data)
-	}
-	return n
 }
 
 // wire is the checkpoint's wire form.
@@ -156,12 +148,12 @@ func decodeModel(w *wireCheckpoint, like []training.Tensor) (round.State, error)
 	n := 0
 	for i, t := range w.Tensors {
 		l := like[i]
-		if t.Name != l.Name || !sameShape(t.Shape, l.Shape) || len(t.Data) != 8*len(l.Data) {
+		if t.Name != l.Name || !sameShape(t.Shape, l.Shape) || len(t.Data) != 8*likeLen(l) {
 			return round.State{}, fmt.Errorf("%w: tensor %d is %q %v (%d bytes), the model's is %q %v (%d values)",
-				ErrMalformed, i, t.Name, t.Shape, len(t.Data), l.Name, l.Shape, len(l.Data))
+				ErrMalformed, i, t.Name, t.Shape, len(t.Data), l.Name, l.Shape, likeLen(l))
 		}
 		st.Params[i] = training.Tensor{Name: l.Name, Shape: append([]int(nil), l.Shape...), Data: bytesFloats(t.Data)}
-		n += len(l.Data)
+		n += likeLen(l)
 	}
 	switch len(w.Momentum) {
 	case 0:

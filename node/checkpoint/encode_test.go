@@ -32,11 +32,11 @@ func sizedCheckpoint(t *testing.T, n int) *Checkpoint {
 	}}
 }
 
-// TestEncodeIsTheCanonicalEncodingAllocatedTwice: Encode gives the canonical CBOR
-// encoding of the checkpoint's wire form (the bytes every node hashes), and allocates at
-// most twice its size: the values' bytes and the encoding, into a buffer of its size (no
-// buffer grown by doubling, no copy of it).
-func TestEncodeIsTheCanonicalEncodingAllocatedTwice(t *testing.T) {
+// TestEncodeIsTheCanonicalEncodingAllocatedOnce: Encode gives the canonical CBOR encoding
+// of the checkpoint's wire form (the bytes every node hashes, as the cbor library encodes
+// it), and allocates about its size once: the encoding, written into a buffer of its size
+// (no copy of the values' bytes, no buffer grown by doubling).
+func TestEncodeIsTheCanonicalEncodingAllocatedOnce(t *testing.T) {
 	for _, c := range []*Checkpoint{sizedCheckpoint(t, 1<<20), sizedCheckpoint(t, 8), {Network: "n", Run: "r", Round: 1}} {
 		w := c.wire()
 		want, err := encMode.Marshal(&w)
@@ -51,7 +51,7 @@ func TestEncodeIsTheCanonicalEncodingAllocatedTwice(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("Encode of %d bytes is not the canonical encoding of %d", len(got), len(want))
 		}
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2*uint64(len(got))+64<<10 {
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(got))+128<<10 {
 			t.Errorf("encoding %d bytes allocated %d", len(got), alloc)
 		}
 	}

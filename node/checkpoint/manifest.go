@@ -26,7 +26,8 @@ const (
 type Limits struct {
 	Network, Run string
 	// Like is θ_0 (round.State.Params of round 0): the names, shapes and order of the
-	// tensors a checkpoint must hold; its values are not used.
+	// tensors a checkpoint must hold; its values are not used, and may be left out (nil
+	// Data): a tensor holds as many values as its shape gives.
 	Like []training.Tensor
 }
 
@@ -37,7 +38,7 @@ func (l Limits) MaxSize() uint64 {
 	var values uint64
 	for _, t := range l.Like {
 		n += 16 + uint64(len(t.Name)) + 9*uint64(len(t.Shape)) + 9
-		values += uint64(len(t.Data))
+		values += uint64(likeLen(t))
 	}
 	return n + 16*values + 9
 }
@@ -186,4 +187,13 @@ func Assemble(m *Manifest, chunks [][]byte, want [32]byte, lim Limits) (*Checkpo
 		return nil, fmt.Errorf("%w: checkpoint's root %x (ledger head %x), want %x", ErrRoot, got[:8], c.Ledger.Head[:min(8, len(c.Ledger.Head))], want[:8])
 	}
 	return c, nil
+}
+
+// likeLen is how many values a tensor of Limits.Like holds: the product of its shape.
+func likeLen(t training.Tensor) int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
 }

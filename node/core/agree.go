@@ -128,13 +128,29 @@ const MaxRepairLag = 16
 // drop of late local work (late.go) need them, and gossip carries each only once.
 func (c *Core) recordsUpTo() uint64 { return c.nextClose + 1 + c.cfg.Depth }
 
-func (c *Core) repairFrom() uint64 {
-	from := c.nextClose - min(c.nextClose, c.cfg.Depth)
+func (c *Core) repairFrom() uint64 { return c.repairFromAt(c.nextClose) }
+
+// repairFromAt is repairFrom once next is the next round to close.
+func (c *Core) repairFromAt(next uint64) uint64 {
+	from := next - min(next, c.cfg.Depth)
 	if w := c.agree.wait; w != nil && w.from < from {
 		lag := max(c.cfg.Depth, min(2*c.cfg.Depth, MaxRepairLag))
-		from = max(w.from, c.nextClose-min(c.nextClose, lag))
+		from = max(w.from, next-min(next, lag))
 	}
 	return from
+}
+
+// releaseLeaving lets go of the model states kept to close again the rounds that leave
+// the window once next is the next round to close (keepClosed forgets those rounds after
+// the close). The close calls it first, so that the θ and momentum it makes never sit
+// beside the oldest kept ones: a node holds one model state fewer at its peak.
+func (c *Core) releaseLeaving(next uint64) {
+	from := c.repairFromAt(next)
+	for u, cr := range c.agree.closed {
+		if u < from {
+			cr.pre = round.State{}
+		}
+	}
 }
 
 // entryKey is an inclusion entry's exact encoding: the peer, then each shard CID, every

@@ -116,6 +116,7 @@ type powerSum struct {
 // list.
 func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	pre, preLedger := c.m.Snapshot(), c.ledger // kept to close r again, never modified
+	c.releaseLeaving(r + 1)
 	weights, rejected := c.weights(r)
 	mr, err := c.m.CloseWith(r, weights)
 	if err != nil {

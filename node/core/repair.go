@@ -76,6 +76,9 @@ func (c *Core) replay(from uint64) ([]redo, []wantedAt, error) {
 			continue // closed before this Core started: nothing to redo it from
 		}
 		if len(redos) == 0 {
+			if cr.pre.Params == nil { // let go for a close that then failed (releaseLeaving)
+				return nil, nil, fmt.Errorf("core: the state before round %d was let go: it cannot be closed again", u)
+			}
 			pre, led = cr.pre, cr.ledger
 		}
 		list, evidence, _ := c.decide(u, led)

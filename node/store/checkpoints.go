@@ -40,6 +40,7 @@ type CheckpointInfo struct {
 	// "checkpoint-chunks" and "checkpoint-local" buckets, still read for those it names.
 	Files     bool   `cbor:"7,keyasint,omitempty"`
 	ChunkSize uint32 `cbor:"8,keyasint,omitempty"`
+	LocalSum  []byte `cbor:"9,keyasint,omitempty"` // names its local state file
 }
 
 // PutCheckpoint stores a checkpoint (its manifest and chunks, checked against each other)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -44,6 +45,12 @@ func (s *Store) ckptPath(id [32]byte, ext string) string {
 
 func hexID(id [32]byte) string { return hex.EncodeToString(id[:]) }
 
+// localPath is the file of the local state kept with the checkpoint info: <id>-<the first
+// 8 bytes of the blob's SHA-256>.local.
+func (s *Store) localPath(info CheckpointInfo) string {
+	return filepath.Join(s.ckptDir(), hexID(info.ID)+"-"+hex.EncodeToString(info.LocalSum)+localExt)
+}
+
 // stageCheckpoint checks a checkpoint's chunks against its manifest, writes its files
 // (each synced and renamed into place) and returns what keeps it in a transaction,
 // dropping all but the keep latest checkpoints (keep < 1: 1). The caller holds s.files
@@ -58,22 +65,40 @@ func (s *Store) stageCheckpoint(m *checkpoint.Manifest, chunks [][]byte, local [
 			return nil, fmt.Errorf("checkpoint of round %d: %w", m.Round, err)
 		}
 	}
-	if len(local) > MaxLocalBytes {
-		return nil, fmt.Errorf("checkpoint of round %d: local state of %d bytes (at most %d)", m.Round, len(local), MaxLocalBytes)
+	if err := s.checkLocal(m.Round, local); err != nil {
+		return nil, err
 	}
+	if err := writeSynced(s.ckptPath(m.ID(), ckptExt), chunks...); err != nil {
+		return nil, fmt.Errorf("writing the checkpoint of round %d: %w", m.Round, err)
+	}
+	return s.nameCheckpoint(m, local, keep)
+}
+
+// checkLocal checks the size of a local state kept with a checkpoint, and makes the
+// checkpoints directory.
+func (s *Store) checkLocal(r uint64, local []byte) error {
+	if len(local) > MaxLocalBytes {
+		return fmt.Errorf("checkpoint of round %d: local state of %d bytes (at most %d)", r, len(local), MaxLocalBytes)
+	}
+	if err := os.MkdirAll(s.ckptDir(), 0o700); err != nil {
+		return fmt.Errorf("checkpoint of round %d: %w", r, err)
+	}
+	return nil
+}
+
+// nameCheckpoint writes the local state file of the checkpoint m, whose encoding is in
+// its file already, and returns what keeps m in a transaction (see stageCheckpoint).
+func (s *Store) nameCheckpoint(m *checkpoint.Manifest, local []byte, keep int) (func(*bolt.Tx) error, error) {
+	sum := sha256.Sum256(local)
 	info := CheckpointInfo{Round: m.Round, ID: m.ID(), Root: m.Root, Size: m.Size, Manifest: m.Marshal(), Chunks: m.Chunks,
-		Files: true, ChunkSize: m.ChunkSize}
+		Files: true, ChunkSize: m.ChunkSize, LocalSum: sum[:8]}
 	enc, err := eventEnc.Marshal(&info)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(s.ckptDir(), 0o700); err != nil {
-		return nil, fmt.Errorf("checkpoint of round %d: %w", m.Round, err)
-	}
-	if err := writeSynced(s.ckptPath(info.ID, ckptExt), chunks...); err != nil {
-		return nil, fmt.Errorf("writing the checkpoint of round %d: %w", m.Round, err)
-	}
-	if err := writeSynced(s.ckptPath(info.ID, localExt), local); err != nil {
+	// Named by its bytes too: storing a kept checkpoint again with another local state
+	// leaves the kept one's file as it is until the transaction commits.
+	if err := writeSynced(s.localPath(info), local); err != nil {
 		return nil, fmt.Errorf("writing the local state of checkpoint %d: %w", m.Round, err)
 	}
 	return func(tx *bolt.Tx) error {
@@ -90,6 +115,37 @@ func (s *Store) stageCheckpoint(m *checkpoint.Manifest, chunks [][]byte, local [
 		}
 		return pruneCheckpoints(tx, max(keep, 1))
 	}, nil
+}
+
+// WriteCheckpoint keeps the checkpoint c with local as PutCheckpoint keeps its split, but
+// encodes it straight into its file (checkpoint.WriteSplit, chunks of the default size):
+// no copy of its values or of its encoding is held in memory. It returns its manifest.
+func (s *Store) WriteCheckpoint(c *checkpoint.Checkpoint, local []byte, keep int) (*checkpoint.Manifest, error) {
+	s.files.Lock()
+	defer s.files.Unlock()
+	defer func() { _ = s.sweepFiles() }()
+	if err := s.checkLocal(c.Round, local); err != nil {
+		return nil, err
+	}
+	var m *checkpoint.Manifest
+	tmp, err := writeTemp(s.ckptDir(), "checkpoint"+ckptExt, func(w io.Writer) (err error) {
+		m, err = checkpoint.WriteSplit(c, 0, w)
+		return err
+	})
+	if err == nil {
+		err = renameSynced(tmp, s.ckptPath(m.ID(), ckptExt))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing the checkpoint of round %d: %w", c.Round, err)
+	}
+	put, err := s.nameCheckpoint(m, local, keep)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.Update(put); err != nil {
+		return nil, fmt.Errorf("storing the checkpoint of round %d: %w", m.Round, err)
+	}
+	return m, nil
 }
 
 // sweepFiles rebuilds the index of the kept checkpoints' chunks from the stored
@@ -116,7 +172,7 @@ func (s *Store) sweepFiles() error {
 			idx[h] = chunkAt{id: in.ID, off: off, size: size}
 		}
 		name := hexID(in.ID)
-		kept[name+ckptExt], kept[name+localExt] = true, true
+		kept[name+ckptExt], kept[filepath.Base(s.localPath(in))] = true, true
 	}
 	s.idxMu.Lock()
 	s.chunkIdx = idx
@@ -214,7 +270,7 @@ func (s *Store) fileChunks(info CheckpointInfo) ([][]byte, error) {
 
 // fileLocal reads the local state kept with the checkpoint info from its file.
 func (s *Store) fileLocal(info CheckpointInfo) ([]byte, error) {
-	v, err := readCapped(s.ckptPath(info.ID, localExt), MaxLocalBytes)
+	v, err := readCapped(s.localPath(info), MaxLocalBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: local state of checkpoint %d: %v", ErrCorrupt, info.Round, err)
 	}

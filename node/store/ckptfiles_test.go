@@ -84,7 +84,11 @@ func TestDamagedCheckpointFilesAreCorrupt(t *testing.T) {
 	if s.Chunk(m.Chunks[len(m.Chunks)-1]) != nil {
 		t.Fatal("a chunk past the file's end was served")
 	}
-	if err := os.Remove(name + localExt); err != nil {
+	info, err := s.CheckpointAt(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(s.localPath(info)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CheckpointLocal(7); !errors.Is(err, ErrCorrupt) {
@@ -157,12 +161,38 @@ func TestDropCheckpointsAfterRemovesTheirFiles(t *testing.T) {
 	for _, e := range es {
 		names = append(names, e.Name())
 	}
-	want := []string{hexID(ms[0].ID()) + ckptExt, hexID(ms[0].ID()) + localExt}
+	info, err := s.CheckpointAt(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{hexID(ms[0].ID()) + ckptExt, filepath.Base(s.localPath(info))}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("files %v, want %v", names, want)
 	}
 	if s.Chunk(ms[2].Chunks[0]) != nil {
 		t.Fatal("a dropped checkpoint's chunk is served")
+	}
+}
+
+// Storing a kept checkpoint again with another local state leaves the kept local state as
+// it was when the transaction does not commit (here: the bbolt file is closed).
+func TestCheckpointStoredAgainKeepsItsLocalStateUntilCommitted(t *testing.T) {
+	s, path := openCkptStore(t)
+	c := testCheckpoint(t, 4, 0)
+	if _, err := s.WriteCheckpoint(c, []byte("old"), 3); err != nil {
+		t.Fatal(err)
+	}
+	s.db.Close()
+	if _, err := s.WriteCheckpoint(c, []byte("new"), 3); err == nil {
+		t.Fatal("a checkpoint was stored in a closed bbolt file")
+	}
+	s, err := Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if local, err := s.CheckpointLocal(4); err != nil || string(local) != "old" {
+		t.Fatalf("the kept local state after a failed store: %q, %v", local, err)
 	}
 }

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,13 +34,88 @@ const LocalSuffix = ".local"
 // commit, and would grow the file by twice its size, which bbolt never gives back. The
 // store's file lock covers it: only the process holding the store writes it.
 func (s *Store) PutLocal(round uint64, blob []byte) error {
-	if len(blob) > MaxLocalBytes {
-		return fmt.Errorf("local state of %d bytes (at most %d)", len(blob), MaxLocalBytes)
+	lf, err := s.CreateLocal(round)
+	if err != nil {
+		return err
 	}
-	if err := writeSynced(s.path+LocalSuffix, roundKey(round), blob); err != nil {
+	if _, err := lf.Write(blob); err != nil {
+		lf.Abort()
+		return err
+	}
+	return lf.Commit()
+}
+
+// LocalFile is a local state blob being written (CreateLocal): Write its bytes, then
+// Commit or Abort.
+type LocalFile struct {
+	s   *Store
+	f   *os.File
+	bw  *bufio.Writer
+	n   int
+	max int // MaxLocalBytes
+	err error
+}
+
+// CreateLocal starts replacing the local state blob by one taken when round was the first
+// open round, as PutLocal does, for a caller that writes the blob a piece at a time from
+// the state it holds instead of encoding it into memory first. The bytes go through a
+// buffer to a temporary file beside the store's; nothing replaces the kept blob until
+// Commit, which may be called on another goroutine (it syncs).
+func (s *Store) CreateLocal(round uint64) (*LocalFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path+LocalSuffix)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("saving the local state: %w", err)
+	}
+	lf := &LocalFile{s: s, f: f, bw: bufio.NewWriterSize(f, 256<<10), max: MaxLocalBytes}
+	if _, err := lf.bw.Write(roundKey(round)); err != nil {
+		lf.Abort()
+		return nil, fmt.Errorf("saving the local state: %w", err)
+	}
+	return lf, nil
+}
+
+// Write writes p, up to MaxLocalBytes in all.
+func (lf *LocalFile) Write(p []byte) (int, error) {
+	if lf.err != nil {
+		return 0, lf.err
+	}
+	if lf.n+len(p) > lf.max {
+		lf.err = fmt.Errorf("local state of more than %d bytes", lf.max)
+		return 0, lf.err
+	}
+	n, err := lf.bw.Write(p)
+	lf.n += n
+	lf.err = err
+	return n, err
+}
+
+// Commit syncs the blob written and renames it over the local state file, then drops the
+// blob an older build kept in bbolt. On error the kept blob is as it was.
+func (lf *LocalFile) Commit() error {
+	err := lf.err
+	if err == nil {
+		err = lf.bw.Flush()
+	}
+	if err == nil {
+		err = lf.f.Sync()
+	}
+	if cerr := lf.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = renameSynced(lf.f.Name(), lf.s.path+LocalSuffix)
+	}
+	if err != nil {
+		os.Remove(lf.f.Name())
 		return fmt.Errorf("saving the local state: %w", err)
 	}
-	return s.dropOldLocal()
+	return lf.s.dropOldLocal()
+}
+
+// Abort drops the blob written; the kept one stays.
+func (lf *LocalFile) Abort() {
+	lf.f.Close()
+	os.Remove(lf.f.Name())
 }
 
 // Local returns the local state blob PutLocal kept and its round; ok is false when none
@@ -93,11 +170,27 @@ func dropLocalFile(path string) error {
 
 // writeSynced replaces the file at path by the parts, one after another, through a synced
 // temporary file renamed over it, and syncs the directory.
-func writeSynced(path string, parts ...[]byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+func writeSynced(path string, parts ...[]byte) error {
+	tmp, err := writeTemp(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error {
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
+	}
+	return renameSynced(tmp, path)
+}
+
+// writeTemp writes a temporary file in dir, its name made of base and ".tmp", through a
+// buffer, and syncs it; it returns its path. On error nothing is left.
+func writeTemp(dir, base string, write func(io.Writer) error) (path string, err error) {
+	f, err := os.CreateTemp(dir, base+".tmp*")
+	if err != nil {
+		return "", err
 	}
 	defer func() {
 		if err != nil {
@@ -105,21 +198,30 @@ func writeSynced(path string, parts ...[]byte) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	for _, p := range parts {
-		if _, err = f.Write(p); err != nil {
-			return err
-		}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = write(bw); err != nil {
+		return "", err
+	}
+	if err = bw.Flush(); err != nil {
+		return "", err
 	}
 	if err = f.Sync(); err != nil {
-		return err
+		return "", err
 	}
 	if err = f.Close(); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// renameSynced renames the synced file tmp to path and syncs the directory; on error tmp
+// is removed.
+func renameSynced(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
+	d, err := os.Open(filepath.Dir(path))
 	if err != nil {
 		return err
 	}

@@ -107,3 +107,76 @@ func TestLocalOfAnEarlierStoreNotTaken(t *testing.T) {
 		t.Fatalf("a new store has the local state of round %d %q (%v)", r, blob, err)
 	}
 }
+
+// A local state written a piece at a time replaces the kept one only at Commit: an
+// aborted one, or one that writes past MaxLocalBytes, leaves the kept blob and no
+// temporary file.
+func TestCreateLocalReplacesOnlyAtCommit(t *testing.T) {
+	s, path := openTestStore(t)
+	if err := s.PutLocal(3, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	lf, err := s.CreateLocal(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lf.Write([]byte("fo")); err != nil {
+		t.Fatal(err)
+	}
+	if r, blob, _, _ := s.Local(); r != 3 || string(blob) != "three" {
+		t.Fatalf("before the commit: round %d %q", r, blob)
+	}
+	lf.Abort()
+	lf, err = s.CreateLocal(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf.max = 4 // MaxLocalBytes, scaled down
+	if _, err := lf.Write([]byte("fi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lf.Write([]byte("ve!")); err == nil {
+		t.Fatal("a blob past MaxLocalBytes was taken")
+	}
+	if err := lf.Commit(); err == nil {
+		t.Fatal("a blob past MaxLocalBytes was committed")
+	}
+	if r, blob, _, _ := s.Local(); r != 3 || string(blob) != "three" {
+		t.Fatalf("after an abort and a refused commit: round %d %q", r, blob)
+	}
+	lf, err = s.CreateLocal(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"si", "x"} {
+		if _, err := lf.Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lf.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r, blob, _, _ := s.Local(); r != 6 || string(blob) != "six" {
+		t.Fatalf("after the commit: round %d %q", r, blob)
+	}
+	left, _ := filepath.Glob(path + LocalSuffix + ".tmp*")
+	if len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+	// A kill while a local state is written leaves its temporary file: Open removes it.
+	if _, err := s.CreateLocal(7); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if left, _ := filepath.Glob(path + LocalSuffix + ".tmp*"); len(left) != 0 {
+		t.Fatalf("temporary files left after a reopen: %v", left)
+	}
+	if r, blob, _, _ := s.Local(); r != 6 || string(blob) != "six" {
+		t.Fatalf("after the reopen: round %d %q", r, blob)
+	}
+}

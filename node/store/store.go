@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -91,6 +93,13 @@ func Open(path string, timeout time.Duration) (s *Store, err error) {
 	s.files.Lock()
 	err = s.sweepFiles()
 	s.files.Unlock()
+	// A kill while a local state was written leaves its temporary file: this process
+	// holds the lock now, so no other writes one.
+	if tmps, _ := filepath.Glob(path + LocalSuffix + ".tmp*"); err == nil {
+		for _, t := range tmps {
+			_ = os.Remove(t)
+		}
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
