@@ -13,14 +13,15 @@
 # on every node within TIMEOUT_S, ends the run with exit status 1. With --adversaries
 # KIND,KIND,... the spec allows adversary modes and the first nodes run those kinds
 # (`lowband run --adversary`); summary.json marks them, and the table judges agreement over
-# the honest nodes only and says whom the honest nodes slashed.
+# the honest nodes only and says whom the honest nodes slashed. With --pprof PORT, node I
+# serves Go's runtime profiles on 127.0.0.1:PORT+I (`lowband run --pprof`).
 #
 # usage: scripts/testnet.sh [-n N] [-r ROUNDS] [-d DIR] [-b BINARY] [-t TIMEOUT_S] [--once]
-#                           [--adversaries KIND,...]
+#                           [--adversaries KIND,...] [--pprof PORT]
 set -euo pipefail
 
-n=4 rounds=0 dir="" bin="" timeout=120 once=0 adversaries=""
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+n=4 rounds=0 dir="" bin="" timeout=120 once=0 adversaries="" pprof=""
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     -n) n=$2; shift 2 ;;
@@ -30,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     -t) timeout=$2; shift 2 ;;
     --once) once=1; shift ;;
     --adversaries) adversaries=$2; shift 2 ;;
+    --pprof) pprof=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "testnet: unknown argument $1" >&2; usage 2 ;;
   esac
@@ -37,6 +39,7 @@ done
 [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || { echo "testnet: -n wants a positive number, got $n" >&2; exit 2; }
 [[ $rounds =~ ^[0-9]+$ ]] || { echo "testnet: -r wants a number of rounds, got $rounds" >&2; exit 2; }
 [[ $timeout =~ ^[0-9]+$ && $timeout -ge 1 ]] || { echo "testnet: -t wants a positive number, got $timeout" >&2; exit 2; }
+[[ -z $pprof || $pprof =~ ^[0-9]+$ && $((pprof + n)) -le 65535 ]] || { echo "testnet: --pprof wants a port, got $pprof" >&2; exit 2; }
 advs=()
 [[ -n $adversaries ]] && IFS=, read -r -a advs <<<"$adversaries"
 [[ ${#advs[@]} -le $n ]] || { echo "testnet: ${#advs[@]} adversaries for $n nodes" >&2; exit 2; }
@@ -145,12 +148,13 @@ boot_maddr=$(lb status --home "$dir/boot" --json | grep -o "/ip4/127.0.0.1/tcp/[
 
 for i in $(seq "$n"); do
   lb bootstrap add --home "$dir/node$i" "$boot_maddr" >/dev/null
+  args=()
+  [[ -n $pprof ]] && args+=(--pprof "127.0.0.1:$((pprof + i))")
   if [[ $i -le ${#advs[@]} ]]; then
     echo "testnet: node$i runs the adversary mode ${advs[$((i - 1))]}"
-    start "node$i" node --adversary "${advs[$((i - 1))]}"
-  else
-    start "node$i" node
+    args+=(--adversary "${advs[$((i - 1))]}")
   fi
+  start "node$i" node "${args[@]}"
 done
 
 start_s=$(date +%s)
