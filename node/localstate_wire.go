@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -122,57 +123,42 @@ func (ls *localState) writeTo(open func(size int) io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lw := &leWriter{w: open(len(head) + size), buf: make([]byte, 0, min(len(head)+size, localBuf))}
-	lw.raw(head)
+	cw := &countWriter{w: open(len(head) + size)}
+	bw := bufio.NewWriterSize(cw, min(len(head)+size, localBuf))
+	_, _ = bw.Write(head)
+	put := func(u uint64) {
+		if bw.Available() < 8 {
+			_ = bw.Flush() // an error sticks: the last Flush returns it
+		}
+		_, _ = bw.Write(binary.LittleEndian.AppendUint64(bw.AvailableBuffer(), u))
+	}
 	ls.vectors(func(v *[]float64) {
 		for _, x := range *v {
-			lw.put(math.Float64bits(x))
+			put(math.Float64bits(x))
 		}
 	})
 	for _, v := range append(slices.Clone(ls.m32), ls.v32...) { // as float64, as State gives them
 		for _, x := range v {
-			lw.put(math.Float64bits(float64(x)))
+			put(math.Float64bits(float64(x)))
 		}
 	}
-	lw.flush()
-	return lw.n, lw.err
+	err = bw.Flush()
+	return cw.n, err
 }
 
 // localBuf is how many bytes writeTo gathers before each write.
 const localBuf = 64 << 10
 
-// leWriter writes 8-byte little-endian words through a small buffer; the first error of w
-// sticks.
-type leWriter struct {
-	w   io.Writer
-	buf []byte
-	n   int64
-	err error
+// countWriter counts the bytes written to w.
+type countWriter struct {
+	w io.Writer
+	n int64
 }
 
-func (l *leWriter) raw(p []byte) {
-	l.flush()
-	if l.err == nil {
-		var n int
-		n, l.err = l.w.Write(p)
-		l.n += int64(n)
-	}
-}
-
-func (l *leWriter) put(u uint64) {
-	l.buf = binary.LittleEndian.AppendUint64(l.buf, u)
-	if len(l.buf) >= localBuf {
-		l.flush()
-	}
-}
-
-func (l *leWriter) flush() {
-	if l.err == nil && len(l.buf) > 0 {
-		var n int
-		n, l.err = l.w.Write(l.buf)
-		l.n += int64(n)
-	}
-	l.buf = l.buf[:0]
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // decodeLocal decodes a saved local state of a model of n values: its size is checked

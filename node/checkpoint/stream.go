@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/binary"
 	"hash"
@@ -27,7 +28,7 @@ func (c *Checkpoint) ledgerBytes() []byte {
 // writeTo is WriteTo with the ledger's encoding given, gathering up to bufSize bytes
 // before each write.
 func (c *Checkpoint) writeTo(w io.Writer, ledger []byte, bufSize int) (int64, error) {
-	e := &cborWriter{w: w, size: bufSize, buf: make([]byte, 0, bufSize+16)}
+	e := newCBORWriter(w, bufSize)
 	// wireCheckpoint's fields, keys 1 to 8 in order (Core Deterministic: all one byte).
 	e.head(majorMap, 8)
 	e.key(1)
@@ -66,8 +67,7 @@ func (c *Checkpoint) writeTo(w io.Writer, ledger []byte, bufSize int) (int64, er
 	} else {
 		e.bytes(ledger)
 	}
-	e.flush()
-	return e.n, e.err
+	return e.flush()
 }
 
 // WriteSplit writes the checkpoint's encoding to w (WriteTo) and returns its manifest, as
@@ -130,18 +130,33 @@ const (
 	majorMap   = 5
 )
 
-// cborWriter writes canonical CBOR heads and values through a small buffer; the first
-// error of w sticks and stops the writing.
+// cborWriter writes canonical CBOR heads and values through a bufio.Writer, whose first
+// error sticks; n counts the bytes that reached the writer under it.
 type cborWriter struct {
-	w    io.Writer
-	size int // the buffer is written once it holds this many bytes
-	buf  []byte
-	n    int64
-	err  error
+	bw *bufio.Writer
+	n  int64
+}
+
+func newCBORWriter(w io.Writer, size int) *cborWriter {
+	e := &cborWriter{}
+	e.bw = bufio.NewWriterSize(countingWriter{w, &e.n}, size)
+	return e
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	*c.n += int64(n)
+	return n, err
 }
 
 func (e *cborWriter) head(major byte, v uint64) {
-	b := e.buf
+	var a [9]byte
+	b := a[:0]
 	switch {
 	case v < 24:
 		b = append(b, major<<5|byte(v))
@@ -154,55 +169,43 @@ func (e *cborWriter) head(major byte, v uint64) {
 	default:
 		b = binary.BigEndian.AppendUint64(append(b, major<<5|27), v)
 	}
-	e.buf = b
-	e.spill()
+	_, _ = e.bw.Write(b)
 }
 
 func (e *cborWriter) key(k uint64) { e.head(majorUint, k) }
 
-func (e *cborWriter) null() { e.buf = append(e.buf, 0xf6); e.spill() }
+func (e *cborWriter) null() { _ = e.bw.WriteByte(0xf6) }
 
 func (e *cborWriter) text(s string) {
 	e.head(majorText, uint64(len(s)))
-	e.raw([]byte(s))
+	_, _ = e.bw.WriteString(s)
 }
 
 func (e *cborWriter) bytes(p []byte) {
 	e.head(majorBytes, uint64(len(p)))
-	e.raw(p)
+	_, _ = e.bw.Write(p)
 }
 
 // floats writes xs as one byte string of IEEE-754 bits, 8 bytes little endian each (an
-// empty one for nil, as floatBytes gives it).
+// empty one for nil, as floatBytes gives it), straight into the buffer's free space.
 func (e *cborWriter) floats(xs []float64) {
 	e.head(majorBytes, 8*uint64(len(xs)))
-	for _, x := range xs {
-		e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(x))
-		e.spill()
+	for len(xs) > 0 {
+		if e.bw.Available() < 8 && e.bw.Flush() != nil {
+			return // the error sticks: the caller's flush returns it
+		}
+		b := e.bw.AvailableBuffer()
+		k := min(len(xs), cap(b)/8)
+		for _, x := range xs[:k] {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+		_, _ = e.bw.Write(b)
+		xs = xs[k:]
 	}
 }
 
-func (e *cborWriter) raw(p []byte) {
-	for len(p) > 0 {
-		k := min(len(p), e.size-len(e.buf))
-		e.buf = append(e.buf, p[:k]...)
-		p = p[k:]
-		e.spill()
-	}
-}
-
-// spill writes the buffer once it is full.
-func (e *cborWriter) spill() {
-	if len(e.buf) >= e.size {
-		e.flush()
-	}
-}
-
-func (e *cborWriter) flush() {
-	if e.err == nil && len(e.buf) > 0 {
-		var n int
-		n, e.err = e.w.Write(e.buf)
-		e.n += int64(n)
-	}
-	e.buf = e.buf[:0]
+// flush writes what the buffer holds and returns the first error of the writing.
+func (e *cborWriter) flush() (int64, error) {
+	err := e.bw.Flush()
+	return e.n, err
 }
