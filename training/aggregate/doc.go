@@ -28,7 +28,7 @@
 //     carry at least half of the weight, so the mean is never empty; inputs with less than
 //     half of the weight cannot move m or r beyond the others' spread.
 //
-// Dropped inputs (AggregateStreamDropped): an input is dropped when the rule leaves it out
+// Dropped inputs (AggregateStreamTo): an input is dropped when the rule leaves it out
 // whole, so that it has no part in the result. Only filtered_mean does that (the inputs
 // beyond its radius). trimmed_mean trims values coordinate by coordinate, never an input
 // whole; median picks a value per coordinate; centered_clip and norm_clip scale an input's

@@ -16,42 +16,28 @@ type Source struct {
 	Read func(lo, hi int, dst []float64) error
 }
 
-// StreamBudget is how many values AggregateStream holds of its inputs at once: the
+// StreamBudget is how many values AggregateStreamTo holds of its inputs at once: the
 // coordinate ranges it reads are StreamBudget over the number of inputs long (at least
 // minChunk).
 const StreamBudget = 1 << 18
 
 const minChunk = 256
 
-// AggregateStream is Aggregate over inputs of n values each that it reads a coordinate range
-// at a time instead of holding them whole: the same result, bit for bit, and the same
-// errors, holding about StreamBudget values of the inputs at once whatever their number.
-// Every rule computes each coordinate from that coordinate's values alone, in input order,
-// and every sum over coordinates (a distance, a norm) is carried from range to range in
-// coordinate order. The rules that need a distance or a norm first read the inputs twice
-// (centered_clip twice per iteration more). A Read error ends it with that error.
-func AggregateStream(cfg Config, n int, in []Source) ([]float64, error) {
-	out, _, err := AggregateStreamDropped(cfg, n, in)
-	return out, err
-}
-
-// AggregateStreamDropped is AggregateStream that also names the inputs the rule left out
-// whole (their IDs, sorted; see the package doc, "Dropped inputs"): only filtered_mean
-// leaves inputs out whole, so with every other rule the list is empty.
-func AggregateStreamDropped(cfg Config, n int, in []Source) ([]float64, []string, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	return aggregateStreamDropped(cfg, n, 0, in)
-}
-
-// AggregateStreamTo is AggregateStreamDropped that hands the result to sink a coordinate
-// range at a time, in coordinate order, instead of returning it whole: lo is the range's
-// first coordinate, g its values (sink must not keep g). Each range is checked finite
+// AggregateStreamTo is Aggregate over inputs of n values each that it reads a coordinate
+// range at a time instead of holding them whole, and whose result it hands to sink a
+// coordinate range at a time, in coordinate order: lo is the range's first coordinate, g
+// its values (sink must not keep g). The ranges put together are Aggregate's result, bit
+// for bit, with the same errors, holding about StreamBudget values of the inputs at once
+// whatever their number; the rules whose final pass is coordinate-wise (all but
+// centered_clip) never hold the result whole. Every rule computes each coordinate from
+// that coordinate's values alone, in input order, and every sum over coordinates (a
+// distance, a norm) is carried from range to range in coordinate order. The rules that
+// need a distance or a norm first read the inputs twice (centered_clip twice per
+// iteration more). A Read error ends it with that error. Each range is checked finite
 // before it is handed over, so an error may come after some ranges were: the caller
-// writes them where it can drop them (the round's close steps a copy of θ). The ranges
-// put together are AggregateStreamDropped's result, bit for bit; the rules whose final
-// pass is coordinate-wise (all but centered_clip) never hold the result whole.
+// writes them where it can drop them (the round's close steps a copy of θ). It returns the
+// inputs the rule left out whole (their IDs, sorted; see the package doc, "Dropped
+// inputs"): only filtered_mean leaves inputs out whole.
 func AggregateStreamTo(cfg Config, n int, in []Source, sink func(lo int, g []float64) error) ([]string, error) {
 	return aggregateStreamTo(cfg, n, 0, in, sink)
 }
@@ -70,28 +56,6 @@ func aggregateStreamTo(cfg Config, n, chunk int, in []Source, sink func(lo int, 
 		return nil, err
 	}
 	return s.dropped, nil
-}
-
-// aggregateStream is AggregateStream with ranges of chunk values (0: from StreamBudget).
-func aggregateStream(cfg Config, n, chunk int, in []Source) ([]float64, error) {
-	out, _, err := aggregateStreamDropped(cfg, n, chunk, in)
-	return out, err
-}
-
-// aggregateStreamDropped is AggregateStreamDropped with ranges of chunk values.
-func aggregateStreamDropped(cfg Config, n, chunk int, in []Source) ([]float64, []string, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
-	}
-	s, err := newStreamer(in, n, chunk)
-	if err != nil {
-		return nil, nil, err
-	}
-	out, err := s.aggregate(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return out, s.dropped, nil
 }
 
 // aggregate runs cfg's rule: it returns the result, or with a sink set hands it over a
@@ -269,16 +233,9 @@ func (s *streamer) mean(idx []int, scale []float64) ([]float64, error) {
 	return s.final(idx, func(xs []Input, lo, hi int) []float64 { return meanInto(s.scratch[:hi-lo], xs, scale) })
 }
 
-// median is the coordinate-wise weighted median; with dist not nil it also adds each
-// source's squared distance from it, coordinate by coordinate, into dist.
-func (s *streamer) median(dist []float64) ([]float64, error) {
-	return s.coordwise(nil, func(xs []Input, _, _ int) []float64 {
-		m := medianInto(s.scratch[:len(xs[0].Vec)], xs)
-		if dist != nil {
-			addSquares(xs, m, dist)
-		}
-		return m
-	})
+// median is the coordinate-wise weighted median, whole.
+func (s *streamer) median() ([]float64, error) {
+	return s.coordwise(nil, func(xs []Input, _, _ int) []float64 { return medianInto(s.scratch[:len(xs[0].Vec)], xs) })
 }
 
 // addSquares adds Σ_j (x_j - v_j)² of each input, in coordinate order, to sums: l2's sum,
@@ -363,7 +320,7 @@ func (s *streamer) normClip() ([]float64, error) {
 }
 
 func (s *streamer) centeredClip(tau float64, iters int) ([]float64, error) {
-	v, err := s.median(nil)
+	v, err := s.median()
 	if err != nil {
 		return nil, err
 	}

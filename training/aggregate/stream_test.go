@@ -9,6 +9,29 @@ import (
 	"testing"
 )
 
+// aggregateStream is the streaming rules' whole result, with ranges of chunk values (0:
+// from StreamBudget): what AggregateStreamTo hands over, put together.
+func aggregateStream(cfg Config, n, chunk int, in []Source) ([]float64, error) {
+	out, _, err := aggregateStreamDropped(cfg, n, chunk, in)
+	return out, err
+}
+
+// aggregateStreamDropped is aggregateStream with the inputs the rule dropped whole.
+func aggregateStreamDropped(cfg Config, n, chunk int, in []Source) ([]float64, []string, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	s, err := newStreamer(in, n, chunk)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := s.aggregate(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, s.dropped, nil
+}
+
 // sources reads the inputs' vectors, counting the values read.
 func sources(in []Input, read *int) []Source {
 	out := make([]Source, len(in))
@@ -205,7 +228,7 @@ func TestStreamDroppedNamesTheInputsFilteredMeanLeavesOut(t *testing.T) {
 			t.Fatalf("trial %d: the far inputs are not far: the test input is wrong", trial)
 		}
 		for _, cfg := range methods {
-			got, dropped, err := AggregateStreamDropped(cfg, 40, sources(in, new(int)))
+			got, dropped, err := aggregateStreamDropped(cfg, 40, 0, sources(in, new(int)))
 			if err != nil {
 				t.Fatal(err)
 			}

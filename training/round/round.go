@@ -85,7 +85,7 @@ type Closed struct {
 	// not in Included.
 	Rejected []string
 	// Dropped lists the peers of Included whose contribution the aggregation rule left out
-	// whole (sorted; aggregate.AggregateStreamDropped: filtered_mean's inputs beyond its
+	// whole (sorted; aggregate.AggregateStreamTo: filtered_mean's inputs beyond its
 	// radius). They were inputs of the rule, which judged the others by them too, but
 	// have no part in the aggregate.
 	Dropped []string
