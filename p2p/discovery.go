@@ -31,6 +31,11 @@ const (
 	// connected someone new, doubling otherwise.
 	findFirst = time.Second
 	findMax   = 30 * time.Second
+	// findIdleMax bounds the interval instead while lookups find no peer the host is not
+	// connected to already (a swarm smaller than findTarget, all connected): each lookup
+	// costs every DHT node it asks a reply listing the advertised peers, tens of KB a
+	// lookup in a swarm of 16, for nothing; a newcomer finds and dials the host itself.
+	findIdleMax = 10 * time.Minute
 	// findTimeout bounds one rendezvous lookup; dialParallel bounds its dials.
 	findTimeout  = 30 * time.Second
 	dialParallel = 8
@@ -87,18 +92,28 @@ func (h *Host) findPeersLoop() {
 		case len(h.h.Network().Peers()) >= h.findTarget():
 			wait = min(2*wait, findMax)
 		default:
-			found, connected := h.findOnce()
-			if connected > 0 || found > lastFound {
-				wait = findFirst
-			} else {
-				wait = min(2*wait, findMax)
-			}
+			found, fresh, connected := h.findOnce()
+			wait = nextFind(wait, found, lastFound, fresh, connected)
 			lastFound = found
 		}
 		if !h.sleep(wait) {
 			return
 		}
 	}
+}
+
+// nextFind is the wait after a lookup that found found peers (lastFound the one before),
+// fresh of them not connected, and connected newly: back to findFirst when it connected
+// someone or found more peers it is not connected to; else doubling, up to findMax, or
+// findIdleMax when it found none it was not connected to.
+func nextFind(wait time.Duration, found, lastFound, fresh, connected int) time.Duration {
+	switch {
+	case connected > 0 || found > lastFound && fresh > 0:
+		return findFirst
+	case fresh == 0:
+		return min(2*wait, findIdleMax)
+	}
+	return min(2*wait, findMax)
 }
 
 // findTarget is how many connected peers the host seeks through the rendezvous:
@@ -113,9 +128,9 @@ func (h *Host) findTarget() int {
 
 // findOnce runs one rendezvous lookup and dials the peers found, in random order
 // (every host gets the same list, in the same order, from the DHT), until the host
-// has findTarget connections. It returns how many peers it found and how many of
-// them it newly connected.
-func (h *Host) findOnce() (found, connected int) {
+// has findTarget connections. It returns how many peers it found, how many of them it
+// was not connected to (itself aside), and how many of those it newly connected.
+func (h *Host) findOnce() (found, fresh, connected int) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
 	defer cancel()
@@ -123,7 +138,7 @@ func (h *Host) findOnce() (found, connected int) {
 	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
 	if err != nil {
 		h.log.Debug("rendezvous lookup failed", "err", err)
-		return 0, 0
+		return 0, 0, 0
 	}
 	var peers []peer.AddrInfo
 	for ai := range ch {
@@ -136,6 +151,9 @@ func (h *Host) findOnce() (found, connected int) {
 		sem = make(chan struct{}, dialParallel)
 	)
 	for _, ai := range peers {
+		if ai.ID != h.h.ID() && len(h.h.Network().ConnsToPeer(ai.ID)) == 0 {
+			fresh++
+		}
 		sem <- struct{}{}
 		if !h.wantPeer(ai) {
 			<-sem
@@ -150,8 +168,8 @@ func (h *Host) findOnce() (found, connected int) {
 		}()
 	}
 	wg.Wait()
-	h.log.Debug("rendezvous lookup", "found", len(peers), "connected", n.Load(), "took", time.Since(t0))
-	return len(peers), int(n.Load())
+	h.log.Debug("rendezvous lookup", "found", len(peers), "fresh", fresh, "connected", n.Load(), "took", time.Since(t0))
+	return len(peers), fresh, int(n.Load())
 }
 
 // LookupRendezvous asks the DHT which peers advertised the run's rendezvous

@@ -1,0 +1,29 @@
+package p2p
+
+import (
+	"testing"
+)
+
+// TestLookupsBackOffWhenTheyFindNoOneNew: a host whose lookups find only peers it is
+// connected to looks up ever more rarely, up to findIdleMax (a swarm smaller than its
+// target would otherwise be looked up every findMax, at tens of KB a lookup); a lookup
+// that finds someone new, or connects someone, brings it back to findFirst.
+func TestLookupsBackOffWhenTheyFindNoOneNew(t *testing.T) {
+	wait, lastFound := findFirst, 0
+	for range 20 {
+		wait = nextFind(wait, 15, lastFound, 0, 0)
+		lastFound = 15
+	}
+	if wait != findIdleMax || findIdleMax <= findMax {
+		t.Fatalf("after lookups finding no one new the wait is %v, want %v (above findMax %v)", wait, findIdleMax, findMax)
+	}
+	if w := nextFind(wait, 16, 15, 1, 0); w != findFirst {
+		t.Fatalf("a lookup finding a new peer: wait %v, want %v", w, findFirst)
+	}
+	if w := nextFind(wait, 15, 15, 1, 1); w != findFirst {
+		t.Fatalf("a lookup connecting a peer: wait %v, want %v", w, findFirst)
+	}
+	if w := nextFind(findMax, 15, 15, 3, 0); w != findMax {
+		t.Fatalf("a lookup finding peers it could not connect: wait %v, want at most %v", w, findMax)
+	}
+}
