@@ -6,7 +6,7 @@ import "github.com/lowband/lowband/p2p"
 // swarm's start until every honest node had closed the measured rounds (on emulated
 // links only: the hosts see their streams' bytes there). Stream bytes are by protocol;
 // gossip bytes by what the RPCs carried; duplicates are copies of a message received
-// after its first.
+// after its first; fetch bytes served are the answers by request kind.
 type WireBreakdown struct {
 	Sent           map[string]float64 `json:"sent_by_protocol"`
 	Received       map[string]float64 `json:"received_by_protocol"`
@@ -14,6 +14,7 @@ type WireBreakdown struct {
 	GossipMsgs     map[string]float64 `json:"gossip_msgs_sent"`
 	Duplicates     map[string]float64 `json:"duplicates_received"`
 	DuplicateBytes map[string]float64 `json:"duplicate_bytes_received"`
+	FetchServed    map[string]float64 `json:"fetch_bytes_served_by_kind"`
 }
 
 // newWireBreakdown divides the summed counts by nr node-rounds.
@@ -26,5 +27,6 @@ func newWireBreakdown(s p2p.WireSnapshot, nr float64) *WireBreakdown {
 		return out
 	}
 	return &WireBreakdown{Sent: per(s.Sent), Received: per(s.Received), Gossip: per(s.Gossip),
-		GossipMsgs: per(s.GossipMsgs), Duplicates: per(s.Duplicates), DuplicateBytes: per(s.DuplicateBytes)}
+		GossipMsgs: per(s.GossipMsgs), Duplicates: per(s.Duplicates), DuplicateBytes: per(s.DuplicateBytes),
+		FetchServed: per(s.Served)}
 }

@@ -158,7 +158,8 @@ type fetchServer struct {
 	records *recordBook
 	ckpts   checkpointSource
 	rounds  roundServer
-	limits  *fetchLimits // per-peer request budget; nil: none
+	limits  *fetchLimits   // per-peer request budget; nil: none
+	wire    *p2p.WireStats // counts the bytes served by request kind; nil: none
 }
 
 // roundServer serves the node's committed rounds to late joiners (*store.Store through
@@ -192,25 +193,39 @@ func (s *fetchServer) handle(_ context.Context, from peer.ID, req []byte) ([]byt
 	if s.limits != nil && !s.limits.allow(from, r.kind) {
 		return nil, errFetchRateLimited
 	}
+	out := s.answer(r)
+	s.wire.Served(fetchKindNames[r.kind], len(out))
+	return out, nil
+}
+
+// fetchKindNames names the request kinds in WireStats.
+var fetchKindNames = map[byte]string{
+	fetchBundle: "bundle", fetchShardCID: "shard by CID", fetchShardSlot: "shard by slot",
+	fetchManifest: "manifest", fetchChunk: "chunk", fetchManifestR: "manifest by root",
+	fetchCommitted: "committed record", fetchSignedRecord: "signed record", fetchStoredShard: "stored shard",
+}
+
+// answer is what the node holds for r; nil when nothing.
+func (s *fetchServer) answer(r fetchRequest) []byte {
 	switch r.kind {
 	case fetchBundle:
-		return s.reg.bundle(r.hash), nil
+		return s.reg.bundle(r.hash)
 	case fetchShardCID:
-		return s.content.byPayload(r.cid), nil
+		return s.content.byPayload(r.cid)
 	case fetchManifest, fetchChunk, fetchManifestR:
-		return s.checkpoint(r), nil
+		return s.checkpoint(r)
 	case fetchSignedRecord:
-		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer}), nil
+		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer})
 	case fetchCommitted, fetchStoredShard:
 		if s.rounds == nil {
-			return nil, nil
+			return nil
 		}
 		if r.kind == fetchCommitted {
-			return s.rounds.committed(r.slot.round), nil
+			return s.rounds.committed(r.slot.round)
 		}
-		return s.rounds.shard(r.slot.round, r.cid), nil
+		return s.rounds.shard(r.slot.round, r.cid)
 	default:
-		return s.content.shard(r.slot), nil
+		return s.content.shard(r.slot)
 	}
 }
 

@@ -57,6 +57,7 @@ type Node struct {
 	role   string
 	log    *slog.Logger
 	host   *p2p.Host
+	wire   *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
 	api    *apiServer
 	ledger *ledger        // nil on a bootstrap node
 	train  *trainingParts // nil on a bootstrap node
@@ -157,6 +158,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 			return nil, fmt.Errorf("host config: %w", err)
 		}
 	}
+	n.wire = pcfg.Wire
 	if n.host, err = p2p.New(ctx, pcfg); err != nil {
 		return nil, fmt.Errorf("starting libp2p host: %w", err)
 	}

@@ -228,6 +228,7 @@ func (n *Node) serveFetch() {
 	srv.ckpts = n.ledger.st
 	srv.rounds = storedRounds{st: n.ledger.st, maxPayload: n.opts.Spec.Training.Compression.MaxShardBytes}
 	srv.limits = newFetchLimits(n.checks.cfg.Metrics.fetchRefused)
+	srv.wire = n.wire
 	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
 }
 

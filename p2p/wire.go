@@ -38,6 +38,9 @@ type WireSnapshot struct {
 	// DuplicateBytes their bytes.
 	Duplicates     map[string]int64 `json:"duplicates"`
 	DuplicateBytes map[string]int64 `json:"duplicate_bytes"`
+	// Served is the bytes of the answers the host's protocol handlers gave, by what the
+	// handler says was asked (Served): request kinds of a protocol the host's user serves.
+	Served map[string]int64 `json:"served"`
 }
 
 // Snapshot copies the counts.
@@ -46,7 +49,8 @@ func (w *WireStats) Snapshot() WireSnapshot {
 	defer w.mu.Unlock()
 	s := w.snap
 	return WireSnapshot{Sent: maps.Clone(s.Sent), Received: maps.Clone(s.Received), Gossip: maps.Clone(s.Gossip),
-		GossipMsgs: maps.Clone(s.GossipMsgs), Duplicates: maps.Clone(s.Duplicates), DuplicateBytes: maps.Clone(s.DuplicateBytes)}
+		GossipMsgs: maps.Clone(s.GossipMsgs), Duplicates: maps.Clone(s.Duplicates), DuplicateBytes: maps.Clone(s.DuplicateBytes),
+		Served: maps.Clone(s.Served)}
 }
 
 // Add adds o's counts to s, making s's maps as needed.
@@ -65,6 +69,16 @@ func (s *WireSnapshot) Add(o WireSnapshot) {
 	add(&s.GossipMsgs, o.GossipMsgs)
 	add(&s.Duplicates, o.Duplicates)
 	add(&s.DuplicateBytes, o.DuplicateBytes)
+	add(&s.Served, o.Served)
+}
+
+// Served counts n bytes of an answer to a request of the given kind; a nil w counts
+// nothing.
+func (w *WireStats) Served(kind string, n int) {
+	if w == nil || n <= 0 {
+		return
+	}
+	w.add(&w.snap.Served, kind, int64(n))
 }
 
 func (w *WireStats) add(m *map[string]int64, k string, n int64) {
