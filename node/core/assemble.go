@@ -160,6 +160,33 @@ func (c *Core) hold(now time.Time, r uint64, a *assembly, in held, rd *Ready) er
 	return c.complete(now, r, h.Peer, a)
 }
 
+// clockOf is when round r's deadline started counting: when this node's own local work
+// for r ended, or when it closed round r-1, whichever came later; with no local work of
+// its own for r (a restart, after Finish), when r could close (since). A node ahead of its
+// peers (its work for r done while it still waited for their contributions to r-1) would
+// otherwise start the clock before it could close r at all, and close r at the deadline's
+// maximum before the others had even sent theirs.
+func (c *Core) clockOf(r uint64, ri *roundIn) time.Time {
+	o := c.own[r]
+	if o == nil {
+		return ri.since
+	}
+	if r == c.nextClose && c.closedAt.After(o.done) {
+		return c.closedAt
+	}
+	return o.done
+}
+
+// arrivalDelayFrom is the start an arrival's delay to round r is measured from: round r's
+// clock (clockOf), or now (delay 0) for a contribution that arrived before this node's own
+// work for r ended or before it closed round r-1.
+func (c *Core) arrivalDelayFrom(now time.Time, r uint64) time.Time {
+	if c.own[r] == nil || r > c.nextClose {
+		return now
+	}
+	return c.clockOf(r, c.rounds[r])
+}
+
 // counted reports whether the contribution is whole and not dropped: it counts towards the
 // round's received stake.
 func (a *assembly) counted() bool { return a.done && a.dropped == "" }
@@ -188,11 +215,7 @@ func (c *Core) complete(now time.Time, r uint64, peer string, a *assembly) error
 		return fmt.Errorf("core: contribution of %s to round %d: %w", peer, r, err)
 	}
 	a.done, a.cids, a.msg = true, shardCIDs(shards), ct.Msg
-	start := now // arrived before this node's own local work ended: delay 0
-	if o := c.own[r]; o != nil {
-		start = o.done
-	}
-	c.deadline.Observe(r, peer, start, now)
+	c.deadline.Observe(r, peer, c.arrivalDelayFrom(now, r), now)
 	return nil
 }
 

@@ -30,10 +30,7 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 	if ri.since.IsZero() {
 		ri.since = now
 	}
-	start := ri.since // no local work of this node for r (restart, finish): from when it could close
-	if o := c.own[r]; o != nil {
-		start = o.done
-	}
+	start := c.clockOf(r, ri)
 	received, total := c.stake(r)
 	if c.own[r] == nil { // no work of its own for r: what it waits for is the others' stake
 		total -= min(total, c.ledger.Power(c.cfg.Self))
@@ -148,7 +145,7 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if err := c.summarise(now, r, mr, closed, rejected, modelRoot, &rd); err != nil {
 		return Ready{}, err
 	}
-	c.nextClose = r + 1
+	c.nextClose, c.closedAt = r+1, now
 	c.keepClosed(r, pre, preLedger, closed.Record, msg)
 	delete(c.rounds, r)
 	delete(c.own, r)

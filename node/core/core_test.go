@@ -127,12 +127,22 @@ func TestSilentPeerRoundClosesAtDeadline(t *testing.T) {
 			t.Fatalf("%s does not train round 2 after the close: %+v", n.name, n.train)
 		}
 	}
-	// Round 1's local work ended at t0+1s, so its deadline is t0+1s+Max: the next step
-	// (local work of round 2 at t0+Max, tick at t0+Max+1s) closes it.
+	// Round 1's local work ended at t0+1s, but round 1 could not close before round 0 did
+	// (t0+Max): its deadline counts from there, not from its local work, so that a node
+	// whose work is ahead of its peers' still gives them the whole deadline. The next step
+	// (local work of round 2 at t0+Max) does not close it; t0+2·Max does.
 	s.step(everyone)
+	if last := s.node("a").sums[len(s.node("a").sums)-1]; last.Round != 0 {
+		t.Fatalf("round %d closed less than Max after round 0", last.Round)
+	}
+	s.tick(t0.Add(2*deadlineConfig.Max - 1))
+	if last := s.node("a").sums[len(s.node("a").sums)-1]; last.Round != 0 {
+		t.Fatalf("round %d closed less than Max after round 0", last.Round)
+	}
+	s.tick(t0.Add(2 * deadlineConfig.Max))
 	last = sameRoots(t, live)
-	if last.Round != 1 || last.Stall != 1e9 {
-		t.Fatalf("training did not go on: last closed round %d, stall %v", last.Round, last.Stall)
+	if last.Round != 1 || last.Deadline != deadlineConfig.Max || last.Stall != deadlineConfig.Max {
+		t.Fatalf("training did not go on: last closed round %d, deadline %v, stall %v", last.Round, last.Deadline, last.Stall)
 	}
 }
 
