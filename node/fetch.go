@@ -1,7 +1,9 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,6 +38,21 @@ const (
 	// round the node stored with a commit (kept since its oldest checkpoint), for late
 	// joiners replaying the rounds after a checkpoint.
 	fetchStoredShard byte = 9
+	// fetchCommittedSame: key: round (8 bytes, big endian; all ones: the last closed
+	// round), a record digest (32 bytes, incentives.RecordDigest): fetchCommitted's
+	// answer, except that when the record the node committed has that digest, the answer
+	// is its signature alone (shortCommitted): the asker holds that record and rebuilds the
+	// signed one (fromShort). A node comparing itself with its peers sends the digest of
+	// its own record: peers that agree answer in 74 bytes instead of a whole record.
+	fetchCommittedSame byte = 10
+)
+
+// shortCommitted marks fetchCommittedSame's short answer: the marker, the signed record's
+// version (1 byte), its round (8 bytes, big endian) and its signature. A signed record's
+// encoding (a CBOR map) never starts with this byte.
+const (
+	shortCommitted    byte = 0x01
+	shortCommittedLen      = 1 + 1 + 8 + ed25519.SignatureSize
 )
 
 // headRound is the key of fetchCommitted that asks for the last closed round.
@@ -69,6 +86,10 @@ func committedRequest(round uint64) fetchRequest {
 	return fetchRequest{kind: fetchCommitted, slot: slot{round: round}}
 }
 
+func committedSameRequest(round uint64, digest [32]byte) fetchRequest {
+	return fetchRequest{kind: fetchCommittedSame, slot: slot{round: round}, hash: digest}
+}
+
 func storedShardRequest(round uint64, cid []byte) fetchRequest {
 	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round}, cid: cid}
 }
@@ -93,6 +114,9 @@ func (r fetchRequest) marshal() []byte {
 		out = append(out, r.slot.peer...)
 	case fetchCommitted:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+	case fetchCommittedSame:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+		out = append(out, r.hash[:]...)
 	case fetchStoredShard:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.cid...)
@@ -139,6 +163,12 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 			return r, fmt.Errorf("%w: round of %d bytes", ErrBadFetchRequest, len(key))
 		}
 		r.slot = slot{round: binary.BigEndian.Uint64(key)}
+	case fetchCommittedSame:
+		if len(key) != 8+len(r.hash) {
+			return r, fmt.Errorf("%w: round and digest of %d bytes", ErrBadFetchRequest, len(key))
+		}
+		r.slot = slot{round: binary.BigEndian.Uint64(key)}
+		copy(r.hash[:], key[8:])
 	case fetchStoredShard:
 		if len(key) <= 8 || len(key) > 8+maxFetchCID {
 			return r, fmt.Errorf("%w: stored shard key of %d bytes", ErrBadFetchRequest, len(key))
@@ -203,6 +233,7 @@ var fetchKindNames = map[byte]string{
 	fetchBundle: "bundle", fetchShardCID: "shard by CID", fetchShardSlot: "shard by slot",
 	fetchManifest: "manifest", fetchChunk: "chunk", fetchManifestR: "manifest by root",
 	fetchCommitted: "committed record", fetchSignedRecord: "signed record", fetchStoredShard: "stored shard",
+	fetchCommittedSame: "committed record or its signature",
 }
 
 // answer is what the node holds for r; nil when nothing.
@@ -216,12 +247,15 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 		return s.checkpoint(r)
 	case fetchSignedRecord:
 		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer})
-	case fetchCommitted, fetchStoredShard:
+	case fetchCommitted, fetchStoredShard, fetchCommittedSame:
 		if s.rounds == nil {
 			return nil
 		}
-		if r.kind == fetchCommitted {
+		switch r.kind {
+		case fetchCommitted:
 			return s.rounds.committed(r.slot.round)
+		case fetchCommittedSame:
+			return shortIfSame(s.rounds.committed(r.slot.round), r.hash)
 		}
 		return s.rounds.shard(r.slot.round, r.cid)
 	default:
@@ -278,7 +312,7 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxManifestSize
 	case fetchChunk:
 		maxResp = checkpoint.MaxChunkSize
-	case fetchSignedRecord, fetchCommitted:
+	case fetchSignedRecord, fetchCommitted, fetchCommittedSame:
 		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)
@@ -402,4 +436,33 @@ func (f *fullChecks) fetchedShard(ctx context.Context, from peer.ID, k slot, dat
 		_ = f.fetchBundle(ctx, from, h)
 	}
 	return f.recheck(data)
+}
+
+// shortIfSame is the answer to fetchCommittedSame: data, a committed signed record, whole,
+// or shortCommitted's form when its record has the given digest.
+func shortIfSame(data []byte, digest [32]byte) []byte {
+	sr, _, err := incentives.DecodeSignedRecord(data)
+	if err != nil || len(sr.Sig) != ed25519.SignatureSize || incentives.RecordDigest(sr.Record) != digest {
+		return data
+	}
+	out := append(make([]byte, 0, shortCommittedLen), shortCommitted, sr.Version)
+	out = binary.BigEndian.AppendUint64(out, sr.Round)
+	return append(out, sr.Sig...)
+}
+
+// fromShort is the signed record an answer to fetchCommittedSame stands for: the answer
+// itself when whole; for the short form, own (the asker's record of the digest it sent)
+// with the answer's version, round and signature, signed by signer; nil for a short form
+// of the wrong length or with no own record. Unchecked: the caller checks the result as
+// any committed record, signature first.
+func fromShort(answer []byte, own *incentives.SignedRecord, signer string) []byte {
+	if len(answer) == 0 || answer[0] != shortCommitted {
+		return answer
+	}
+	if len(answer) != shortCommittedLen || own == nil {
+		return nil
+	}
+	sr := &incentives.SignedRecord{Version: answer[1], Network: own.Network, Run: own.Run, Signer: signer,
+		Record: own.Record, Round: binary.BigEndian.Uint64(answer[2:10]), Sig: bytes.Clone(answer[10:])}
+	return sr.Marshal()
 }

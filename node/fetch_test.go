@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/p2p"
 	"github.com/lowband/lowband/p2p/p2ptest"
@@ -25,6 +26,8 @@ func TestFetchRequests(t *testing.T) {
 		{kind: fetchManifest, hash: [32]byte{4}},
 		{kind: fetchChunk, hash: [32]byte{5}},
 		{kind: fetchManifestR, hash: [32]byte{6}},
+		committedSameRequest(headRound, [32]byte{9}),
+		committedSameRequest(3, [32]byte{8}),
 	} {
 		got, err := parseFetchRequest(r.marshal())
 		if err != nil || string(got.marshal()) != string(r.marshal()) {
@@ -44,6 +47,8 @@ func TestFetchRequests(t *testing.T) {
 		"slot without peer": slotRequest(slot{round: 1}).marshal(),
 		"slot of a bad ID":  slotRequest(slot{peer: "not a peer"}).marshal(),
 		"over the cap":      long,
+		"same, short":       committedSameRequest(1, [32]byte{1}).marshal()[:40],
+		"same, long":        append(committedSameRequest(1, [32]byte{1}).marshal(), 0),
 	} {
 		if _, err := parseFetchRequest(req); !errors.Is(err, ErrBadFetchRequest) {
 			t.Errorf("%s: %v", name, err)
@@ -62,6 +67,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(fetchRequest{kind: fetchManifestR, hash: [32]byte{6}}.marshal())
 	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
 	f.Add(committedRequest(headRound).marshal())
+	f.Add(committedSameRequest(headRound, [32]byte{9}).marshal())
 	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
@@ -218,4 +224,58 @@ func gossipShard(t *testing.T, ctx context.Context, sender, receiver *p2p.Host, 
 	}
 	ft.f.wg.Wait()
 	return ft
+}
+
+// heldRounds serves one committed record as every round's.
+type heldRounds struct{ signed []byte }
+
+func (h heldRounds) committed(uint64) []byte     { return h.signed }
+func (h heldRounds) shard(uint64, []byte) []byte { return nil }
+
+// TestCommittedShortWhenTheSame: asked for a committed record with the digest of the
+// asker's own, a peer that committed the same record answers with its signature alone, from
+// which the asker rebuilds exactly the peer's signed record; one that committed another
+// record answers with it whole; a short answer of the wrong size, or with no own record,
+// stands for nothing; a rebuilt record with a forged signature fails its check.
+func TestCommittedShortWhenTheSame(t *testing.T) {
+	fx := incentivestest.New("net-a", "run-a")
+	mine := signRecordAs(t, "alice", fx.Network, fx.Run, 9, 0)
+	theirs := signRecordAs(t, "bob", fx.Network, fx.Run, 9, 0)
+	srv := newFetchServer(nil, newContentStore(0), newRecordBook(0))
+	srv.rounds = heldRounds{signed: theirs.Marshal()}
+	ask := func(r uint64, digest [32]byte) []byte {
+		out, err := srv.handle(context.Background(), self, committedSameRequest(r, digest).marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, r := range []uint64{headRound, 9} {
+		short := ask(r, incentives.RecordDigest(mine.Record))
+		if len(short) != shortCommittedLen {
+			t.Fatalf("round %d: a peer with the same record answered %d bytes, want %d", r, len(short), shortCommittedLen)
+		}
+		got := fromShort(short, mine, theirs.Signer)
+		if !bytes.Equal(got, theirs.Marshal()) {
+			t.Fatal("the rebuilt record is not the peer's signed record")
+		}
+		if sr, _, err := incentives.DecodeSignedRecord(got); err != nil || sr.Verify() != nil {
+			t.Fatalf("the rebuilt record does not check: %v", err)
+		}
+		forged := bytes.Clone(short)
+		forged[len(forged)-1] ^= 1
+		if sr, _, err := incentives.DecodeSignedRecord(fromShort(forged, mine, theirs.Signer)); err == nil && sr.Verify() == nil {
+			t.Fatal("a short answer with a forged signature checks")
+		}
+		if got := fromShort(short[:len(short)-1], mine, theirs.Signer); got != nil {
+			t.Fatal("a short answer of the wrong size was taken")
+		}
+		if got := fromShort(short, nil, theirs.Signer); got != nil {
+			t.Fatal("a short answer was taken with no own record")
+		}
+	}
+	other := signRecordAs(t, "alice", fx.Network, fx.Run, 9, 1)
+	if whole := ask(9, incentives.RecordDigest(other.Record)); !bytes.Equal(fromShort(whole, other, theirs.Signer), theirs.Marshal()) {
+		t.Fatal("a peer with another record did not answer with it whole")
+	}
 }

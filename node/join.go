@@ -124,10 +124,17 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 // last closed round) and keeps those signed by the peer asked, for this network and run,
 // of round r. Only the peers with voting power at genesis are asked (when j.stakers is
 // set): no other key ever has a vote, so its record neither weighs nor breaks a tie nor is
-// followed, and one that stalls would hold every ask up for joinAskWait.
+// followed, and one that stalls would hold every ask up for joinAskWait. A node that
+// committed round r itself sends its record's digest (fetchCommittedSame): the peers that
+// committed the same record answer with their signature alone.
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
-	for p, data := range j.askAll(ctx, j.voters(), committedRequest(r)) {
+	req, own := committedRequest(r), j.ownCommitted(r)
+	if own != nil {
+		req = committedSameRequest(r, incentives.RecordDigest(own.Record))
+	}
+	for p, data := range j.askAll(ctx, j.voters(), req) {
+		data = fromShort(data, own, p.String())
 		sr, rec, err := incentives.DecodeSignedRecord(data)
 		if err == nil {
 			err = sr.Verify()
@@ -141,6 +148,19 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	}
 	slices.SortFunc(out, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
 	return out
+}
+
+// ownCommitted is the node's own signed record of round r (headRound: of its last closed
+// round) as it committed it; nil if it has none (a joiner).
+func (j *joiner) ownCommitted(r uint64) *incentives.SignedRecord {
+	if j.n == nil || j.n.ledger == nil || j.n.ledger.st == nil {
+		return nil
+	}
+	sr, _, err := incentives.DecodeSignedRecord(storedRounds{st: j.n.ledger.st}.committed(r))
+	if err != nil {
+		return nil
+	}
+	return sr
 }
 
 // voters are the peers to ask for committed records: j.peers, less those without voting
