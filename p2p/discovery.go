@@ -16,9 +16,10 @@ import (
 )
 
 const (
-	// advertiseFirst is the first interval between advertisements; it doubles up
-	// to advertiseMax, so that early advertisements made with a thin routing table
-	// are repeated soon while a settled host advertises rarely.
+	// advertiseFirst is the first interval between looks at whether to advertise
+	// again; it doubles up to advertiseMax, so that early advertisements made with a
+	// thin routing table are repeated soon while a settled host advertises rarely
+	// (readvertise).
 	advertiseFirst = 5 * time.Second
 	advertiseMax   = 10 * time.Minute
 	// emptyRetry is the first wait before retrying an advertisement that failed
@@ -71,11 +72,30 @@ func (h *Host) advertiseLoop() {
 			continue
 		}
 		retry = emptyRetry
-		if !h.sleep(next) {
-			return
+		// Sleep through the doubling schedule until the table has grown by half since
+		// this advertisement, or advertiseMax has passed.
+		size, since := h.RoutingTableSize(), time.Duration(0)
+		for {
+			if !h.sleep(next) {
+				return
+			}
+			since += next
+			next = min(2*next, advertiseMax)
+			if readvertise(size, h.RoutingTableSize(), since) {
+				break
+			}
 		}
-		next = min(2*next, advertiseMax)
 	}
+}
+
+// readvertise reports whether a host that advertised with a routing table of was peers,
+// since ago, advertises again with a table of now: once the table has grown by half (an
+// advertisement made with a thin table reached few of the peers nearest the rendezvous
+// key), or after advertiseMax, before the provider records expire. Each advertisement is
+// a DHT lookup and a provider record to each of the nearest peers, tens of KB: a host whose
+// table stays as it was has nothing to gain from another before then.
+func readvertise(was, now int, since time.Duration) bool {
+	return since >= advertiseMax || 2*now >= 3*was && now > was
 }
 
 // findPeersLoop looks up the run's rendezvous string and connects to peers it

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"testing"
+	"time"
 )
 
 // TestLookupsBackOffWhenTheyFindNoOneNew: a host whose lookups find only peers it is
@@ -25,5 +26,29 @@ func TestLookupsBackOffWhenTheyFindNoOneNew(t *testing.T) {
 	}
 	if w := nextFind(findMax, 15, 15, 3, 0); w != findMax {
 		t.Fatalf("a lookup finding peers it could not connect: wait %v, want at most %v", w, findMax)
+	}
+}
+
+// TestReadvertiseOnlyWhenTheTableGrew: a host advertises again once its routing table has
+// grown by half since the last advertisement (which reached few of the rendezvous key's
+// nearest peers), or when advertiseMax has passed; not while the table stays as it was.
+func TestReadvertiseOnlyWhenTheTableGrew(t *testing.T) {
+	for _, c := range []struct {
+		was, now int
+		since    time.Duration
+		want     bool
+	}{
+		{1, 1, advertiseFirst, false},
+		{1, 2, advertiseFirst, true},
+		{16, 16, advertiseMax / 2, false},
+		{16, 23, advertiseMax / 2, false},
+		{16, 24, advertiseFirst, true},
+		{16, 10, advertiseMax / 2, false},
+		{16, 16, advertiseMax, true},
+		{0, 0, advertiseFirst, false},
+	} {
+		if got := readvertise(c.was, c.now, c.since); got != c.want {
+			t.Errorf("advertised with %d peers, %v ago, %d now: again %v, want %v", c.was, c.since, c.now, got, c.want)
+		}
 	}
 }
