@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,9 @@ type joiner struct {
 	// (voters); nil: every peer is asked.
 	stakers map[peer.ID]bool
 	self    peer.ID // this node
+	// own serves the node's own committed records (ownCommitted); nil: none (a node
+	// that committed no round asks in plain).
+	own roundServer
 }
 
 // joined is what a join found: the checkpoint it starts from (nil: genesis), the rounds
@@ -92,11 +96,14 @@ type peerHead struct {
 	data []byte // the signed record as it came
 }
 
-// askAll asks every peer for r, joinParallel at a time, and returns the answers that came.
-func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) map[peer.ID][]byte {
+// askAll asks every peer for r, joinParallel at a time, and returns the answers that came
+// and the peers that refused the request outright (an error other than the ask's time
+// running out: a build that does not know the request kind resets the stream).
+func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) (map[peer.ID][]byte, []peer.ID) {
 	ctx, cancel := context.WithTimeout(ctx, joinAskWait) // peers that stall hold up no more than this
 	defer cancel()
 	out := map[peer.ID][]byte{}
+	var refused []peer.ID
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, joinParallel)
@@ -106,18 +113,21 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			data, err := j.fetch.fetch(ctx, p, r)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
 				j.n.log.Debug("joining: no answer", "peer", p.ShortString(), "kind", r.kind, "err", err)
+				if !errors.Is(err, errNotHeld) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+					refused = append(refused, p)
+				}
 				return
 			}
 			j.bytes.Add(int64(len(data)))
-			mu.Lock()
 			out[p] = data
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, refused
 }
 
 // committed asks the peers for their committed records of round r (headRound: of their
@@ -129,11 +139,8 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) ma
 // committed the same record answer with their signature alone.
 func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	var out []peerHead
-	req, own := committedRequest(r), j.ownCommitted(r)
-	if own != nil {
-		req = committedSameRequest(r, incentives.RecordDigest(own.Record))
-	}
-	for p, data := range j.askAll(ctx, j.voters(), req) {
+	answers, own := j.askCommitted(ctx, r)
+	for p, data := range answers {
 		data = fromShort(data, own, p.String())
 		sr, rec, err := incentives.DecodeSignedRecord(data)
 		if err == nil {
@@ -150,13 +157,40 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 	return out
 }
 
+// askCommitted asks the voters for their committed records of round r: with the digest
+// of the node's own record of r when it has one (fetchCommittedSame), and then, in plain
+// (fetchCommitted), the peers that refused that request (a build from before it) and
+// are asked in plain from then on. It returns the answers and the node's own record.
+func (j *joiner) askCommitted(ctx context.Context, r uint64) (map[peer.ID][]byte, *incentives.SignedRecord) {
+	own := j.ownCommitted(r)
+	if own == nil || j.n == nil {
+		out, _ := j.askAll(ctx, j.voters(), committedRequest(r))
+		return out, own
+	}
+	var short, plain []peer.ID
+	for _, p := range j.voters() {
+		if _, old := j.n.plainCommitted.Load(p); old {
+			plain = append(plain, p)
+		} else {
+			short = append(short, p)
+		}
+	}
+	out, refused := j.askAll(ctx, short, committedSameRequest(r, incentives.RecordDigest(own.Record)))
+	for _, p := range refused {
+		j.n.plainCommitted.Store(p, true)
+	}
+	more, _ := j.askAll(ctx, append(plain, refused...), committedRequest(r))
+	maps.Copy(out, more)
+	return out, own
+}
+
 // ownCommitted is the node's own signed record of round r (headRound: of its last closed
 // round) as it committed it; nil if it has none (a joiner).
 func (j *joiner) ownCommitted(r uint64) *incentives.SignedRecord {
-	if j.n == nil || j.n.ledger == nil || j.n.ledger.st == nil {
+	if j.own == nil {
 		return nil
 	}
-	sr, _, err := incentives.DecodeSignedRecord(storedRounds{st: j.n.ledger.st}.committed(r))
+	sr, _, err := incentives.DecodeSignedRecord(j.own.committed(r))
 	if err != nil {
 		return nil
 	}

@@ -189,6 +189,9 @@ func (n *Node) newJoiner() *joiner {
 	j := &joiner{n: n, self: n.host.ID(), fetch: newFetchClient(n.host, n.opts.Spec.NetworkID(), wireOf(n.opts.Spec)),
 		rep: newReplayer(n.train.params, n.opts.Spec, n.host.ID().String())}
 	j.rep.keep = repairDepth(n.opts.Spec)
+	if n.ledger != nil && n.ledger.st != nil {
+		j.own = storedRounds{st: n.ledger.st}
+	}
 	if g, err := n.train.params.GenesisState(); err == nil { // the spec's genesis was checked at start
 		j.stakers = map[peer.ID]bool{}
 		for _, st := range n.train.params.Genesis.Stakes {

@@ -186,3 +186,98 @@ func TestReplayShardMustBeOfTheNetworkAndCount(t *testing.T) {
 		t.Fatalf("asked %d peers, want 4", len(fake.asked))
 	}
 }
+
+// kindAnswering serves committed records as builds of this version do (fetchCommittedSame
+// answered in short when the digest is the record's), except for the peers in old, which
+// refuse that request as a build from before it does; it notes the kinds each peer was asked.
+type kindAnswering struct {
+	mu      sync.Mutex
+	asked   map[peer.ID][]byte
+	records map[peer.ID][]byte
+	old     map[peer.ID]bool
+}
+
+func (a *kindAnswering) Request(_ context.Context, to peer.ID, _ string, req []byte, _ int) ([]byte, error) {
+	r, err := parseFetchRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked[to] = append(a.asked[to], r.kind)
+	switch {
+	case r.kind == fetchCommittedSame && a.old[to]:
+		return nil, errors.New("stream reset")
+	case r.kind == fetchCommittedSame:
+		return shortIfSame(a.records[to], r.hash), nil
+	}
+	return a.records[to], nil
+}
+
+// TestCommittedAsksWithItsOwnRecordsDigest: a node that committed the round asks with its
+// record's digest; the peers that committed the same record answer with their signature
+// alone and their records are rebuilt whole and checked; a peer whose record differs
+// answers with it whole; a peer that refuses the request (a build from before it) is asked
+// in plain at once, and in plain only from then on.
+func TestCommittedAsksWithItsOwnRecordsDigest(t *testing.T) {
+	const network, run = "net", "run"
+	keys, ids := map[int]crypto.PrivKey{}, make([]peer.ID, 4)
+	for i := range ids {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = k
+		ids[i], _ = peer.IDFromPrivateKey(k)
+	}
+	record := func(newRoot byte) *incentives.Record {
+		return &incentives.Record{Version: incentives.RecordVersion, Round: 10,
+			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{newRoot}, 32)}
+	}
+	sign := func(i int, rec *incentives.Record) []byte {
+		sr, err := incentives.SignRecord(keys[i], network, run, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sr.Marshal()
+	}
+	// ids[0] is this node; ids[1] agrees, ids[2] agrees on an old build, ids[3] differs.
+	fake := &kindAnswering{asked: map[peer.ID][]byte{}, old: map[peer.ID]bool{ids[2]: true}, records: map[peer.ID][]byte{
+		ids[1]: sign(1, record(2)), ids[2]: sign(2, record(2)), ids[3]: sign(3, record(3)),
+	}}
+	j := &joiner{
+		n:     &Node{log: slog.New(slog.DiscardHandler)},
+		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+		rep:   &replayer{network: network, run: run},
+		peers: slices.Clone(ids[1:]),
+		own:   heldRounds{signed: sign(0, record(2))},
+	}
+	for look := range 2 {
+		fake.asked = map[peer.ID][]byte{}
+		heads := j.committed(t.Context(), 10)
+		if len(heads) != 3 {
+			t.Fatalf("look %d: %d committed records, want 3", look, len(heads))
+		}
+		for _, h := range heads {
+			i := slices.Index(ids, h.from)
+			if !bytes.Equal(h.data, fake.records[h.from]) {
+				t.Fatalf("look %d: peer %d's record is not the one it signed", look, i)
+			}
+		}
+		wantOld := []byte{fetchCommittedSame, fetchCommitted}
+		if look > 0 {
+			wantOld = []byte{fetchCommitted}
+		}
+		if got := fake.asked[ids[2]]; !bytes.Equal(got, wantOld) {
+			t.Fatalf("look %d: the old build was asked kinds %v, want %v", look, got, wantOld)
+		}
+		for _, p := range []peer.ID{ids[1], ids[3]} {
+			if got := fake.asked[p]; !bytes.Equal(got, []byte{fetchCommittedSame}) {
+				t.Fatalf("look %d: a peer of this build was asked kinds %v", look, got)
+			}
+		}
+	}
+	if got := j.bytes.Load(); got > int64(2*(len(fake.records[ids[2]])+len(fake.records[ids[3]])+shortCommittedLen)) {
+		t.Fatalf("%d bytes came in two looks: the agreeing peer's answers were not short", got)
+	}
+}

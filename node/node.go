@@ -53,16 +53,19 @@ type Options struct {
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
 type Node struct {
-	opts   Options
-	role   string
-	log    *slog.Logger
-	host   *p2p.Host
-	wire   *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
-	api    *apiServer
-	ledger *ledger        // nil on a bootstrap node
-	train  *trainingParts // nil on a bootstrap node
-	checks *fullChecks    // nil on a bootstrap node
-	adv    *adversary     // nil unless the node runs an adversary mode
+	opts Options
+	role string
+	log  *slog.Logger
+	host *p2p.Host
+	wire *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
+	// plainCommitted holds the peers that refused fetchCommittedSame (builds from before
+	// it): they are asked for committed records in plain.
+	plainCommitted sync.Map
+	api            *apiServer
+	ledger         *ledger        // nil on a bootstrap node
+	train          *trainingParts // nil on a bootstrap node
+	checks         *fullChecks    // nil on a bootstrap node
+	adv            *adversary     // nil unless the node runs an adversary mode
 	// ckptSync fetches checkpoints from peers; announce wakes the loop that announces
 	// the kept ones (both nil on a bootstrap node).
 	ckptSync *ckptSyncer

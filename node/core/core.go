@@ -165,18 +165,18 @@ type Core struct {
 
 	nextClose, nextLocal uint64
 	// closedAt is when this Core closed round nextClose-1; zero before it closed one.
-	closedAt time.Time
-	realign              bool   // its contribution to the round it closed last came after its peers closed it (late.go)
-	maxShards            uint32 // bound on a contribution's shard count (maxShardsFor)
-	rounds               map[uint64]*roundIn
-	own                  map[uint64]*ownRound // own contributions of open rounds
-	pending              []incentives.Evidence
-	pendingMeta          []pendingMeta // of each pending item, in the same order
-	pendingIDs           map[incentives.ID]struct{}
-	pendingBytes         int
-	blocked              time.Time // when local work began waiting for a close (zero: not waiting)
-	total                powerSum  // the ledger's total voting power
-	agree                *agreement
+	closedAt     time.Time
+	realign      bool   // its contribution to the round it closed last came after its peers closed it (late.go)
+	maxShards    uint32 // bound on a contribution's shard count (maxShardsFor)
+	rounds       map[uint64]*roundIn
+	own          map[uint64]*ownRound // own contributions of open rounds
+	pending      []incentives.Evidence
+	pendingMeta  []pendingMeta // of each pending item, in the same order
+	pendingIDs   map[incentives.ID]struct{}
+	pendingBytes int
+	blocked      time.Time // when local work began waiting for a close (zero: not waiting)
+	total        powerSum  // the ledger's total voting power
+	agree        *agreement
 }
 
 // ownRound is this node's contribution to an open round.
