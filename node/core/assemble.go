@@ -39,9 +39,10 @@ type roundIn struct {
 type assembly struct {
 	count   uint32
 	slots   map[uint32]held
-	done    bool     // all shards there, decoded and given to the machine
-	dropped string   // a reason, when the contribution is left out whatever arrives
-	cids    [][]byte // the payload CIDs (sorted), once done
+	done    bool      // all shards there, decoded and given to the machine
+	at      time.Time // when it became done
+	dropped string    // a reason, when the contribution is left out whatever arrives
+	cids    [][]byte  // the payload CIDs (sorted), once done
 	msg     *compress.Message
 }
 
@@ -161,30 +162,48 @@ func (c *Core) hold(now time.Time, r uint64, a *assembly, in held, rd *Ready) er
 }
 
 // clockOf is when round r's deadline started counting: when this node's own local work
-// for r ended, or when it closed round r-1, whichever came later; with no local work of
-// its own for r (a restart, after Finish), when r could close (since). A node ahead of its
-// peers (its work for r done while it still waited for their contributions to r-1) would
-// otherwise start the clock before it could close r at all, and close r at the deadline's
-// maximum before the others had even sent theirs.
+// for r ended, or, when later, when the last contribution it included in round r-1
+// arrived; with no local work of its own for r (a restart, after Finish), when r could
+// close (since). A node whose work runs ahead of its peers' (more CPU, a lighter load)
+// otherwise spent its deadline for r while it waited for their contributions to r-1, then
+// closed r at the deadline's maximum with the few contributions it had, before the others
+// had sent theirs. The last arrival, not the close, is the peers' pace: a round that
+// waited for a silent peer until its deadline had the others' contributions long before,
+// and theirs to r come as early.
 func (c *Core) clockOf(r uint64, ri *roundIn) time.Time {
 	o := c.own[r]
 	if o == nil {
 		return ri.since
 	}
-	if r == c.nextClose && c.closedAt.After(o.done) {
-		return c.closedAt
+	if r == c.nextClose && c.lastIn.After(o.done) {
+		return c.lastIn
 	}
 	return o.done
 }
 
 // arrivalDelayFrom is the start an arrival's delay to round r is measured from: round r's
-// clock (clockOf), or now (delay 0) for a contribution that arrived before this node's own
-// work for r ended or before it closed round r-1.
+// clock (clockOf) once round r-1 closed, this node's own work's end before, or now
+// (delay 0) for a contribution that arrived before that work ended.
 func (c *Core) arrivalDelayFrom(now time.Time, r uint64) time.Time {
-	if c.own[r] == nil || r > c.nextClose {
+	switch o := c.own[r]; {
+	case o == nil:
 		return now
+	case r == c.nextClose && c.lastIn.After(o.done):
+		return c.lastIn
+	default:
+		return o.done
 	}
-	return c.clockOf(r, c.rounds[r])
+}
+
+// lastIn is when the last of the round's counted contributions arrived; zero if none.
+func (ri *roundIn) lastIn() time.Time {
+	var last time.Time
+	for _, a := range ri.peers {
+		if a.counted() && a.at.After(last) {
+			last = a.at
+		}
+	}
+	return last
 }
 
 // counted reports whether the contribution is whole and not dropped: it counts towards the
@@ -214,7 +233,7 @@ func (c *Core) complete(now time.Time, r uint64, peer string, a *assembly) error
 	if err := c.m.Receive(ct); err != nil {
 		return fmt.Errorf("core: contribution of %s to round %d: %w", peer, r, err)
 	}
-	a.done, a.cids, a.msg = true, shardCIDs(shards), ct.Msg
+	a.done, a.at, a.cids, a.msg = true, now, shardCIDs(shards), ct.Msg
 	c.deadline.Observe(r, peer, c.arrivalDelayFrom(now, r), now)
 	return nil
 }

@@ -145,7 +145,10 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if err := c.summarise(now, r, mr, closed, rejected, modelRoot, &rd); err != nil {
 		return Ready{}, err
 	}
-	c.nextClose, c.closedAt = r+1, now
+	c.nextClose, c.lastIn = r+1, time.Time{}
+	if ri := c.rounds[r]; ri != nil {
+		c.lastIn = ri.lastIn()
+	}
 	c.keepClosed(r, pre, preLedger, closed.Record, msg)
 	delete(c.rounds, r)
 	delete(c.own, r)

@@ -164,8 +164,9 @@ type Core struct {
 	signer   *Signer
 
 	nextClose, nextLocal uint64
-	// closedAt is when this Core closed round nextClose-1; zero before it closed one.
-	closedAt     time.Time
+	// lastIn is when the last of the contributions this Core included in round
+	// nextClose-1 arrived; zero before it closed one (clockOf).
+	lastIn       time.Time
 	realign      bool   // its contribution to the round it closed last came after its peers closed it (late.go)
 	maxShards    uint32 // bound on a contribution's shard count (maxShardsFor)
 	rounds       map[uint64]*roundIn

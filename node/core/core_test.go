@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
@@ -127,22 +128,12 @@ func TestSilentPeerRoundClosesAtDeadline(t *testing.T) {
 			t.Fatalf("%s does not train round 2 after the close: %+v", n.name, n.train)
 		}
 	}
-	// Round 1's local work ended at t0+1s, but round 1 could not close before round 0 did
-	// (t0+Max): its deadline counts from there, not from its local work, so that a node
-	// whose work is ahead of its peers' still gives them the whole deadline. The next step
-	// (local work of round 2 at t0+Max) does not close it; t0+2·Max does.
+	// Round 1's local work ended at t0+1s, so its deadline is t0+1s+Max: the next step
+	// (local work of round 2 at t0+Max, tick at t0+Max+1s) closes it.
 	s.step(everyone)
-	if last := s.node("a").sums[len(s.node("a").sums)-1]; last.Round != 0 {
-		t.Fatalf("round %d closed less than Max after round 0", last.Round)
-	}
-	s.tick(t0.Add(2*deadlineConfig.Max - 1))
-	if last := s.node("a").sums[len(s.node("a").sums)-1]; last.Round != 0 {
-		t.Fatalf("round %d closed less than Max after round 0", last.Round)
-	}
-	s.tick(t0.Add(2 * deadlineConfig.Max))
 	last = sameRoots(t, live)
-	if last.Round != 1 || last.Deadline != deadlineConfig.Max || last.Stall != deadlineConfig.Max {
-		t.Fatalf("training did not go on: last closed round %d, deadline %v, stall %v", last.Round, last.Deadline, last.Stall)
+	if last.Round != 1 || last.Stall != 1e9 {
+		t.Fatalf("training did not go on: last closed round %d, stall %v", last.Round, last.Stall)
 	}
 }
 
@@ -177,5 +168,40 @@ func TestLocalDoneWithoutSignerRefused(t *testing.T) {
 	}
 	if _, err := c.LocalDone(t0, 0, local("a", rd.Train)); !errors.Is(err, round.ErrOrder) {
 		t.Fatalf("second LocalDone for round 0 (would sign its slots again): %v", err)
+	}
+}
+
+// A node whose local work runs ahead of its peers' gives them the whole deadline for the
+// next round from when their contributions to the last one came, not from when its own
+// work for the next one ended. a ends its work for rounds 0 and 1 at t0 and t0+1s; b, c
+// and d end theirs for round 0 at t0+Max/2 and for round 1 at t0+80s. Counted from a's
+// work, round 1's deadline (the maximum: too few observations) passed at t0+1s+Max, and a
+// closed it alone while the others had not sent theirs; now it counts from t0+Max/2.
+func TestNodeAheadGivesItsPeersTheWholeDeadline(t *testing.T) {
+	s := newSwarm(t, 3, ledgerParams(), four, []uint64{100, 100, 100, 100})
+	a := s.node("a")
+	onlyA := func(n *node) bool { return n == a }
+	others := func(n *node) bool { return n != a }
+	s.start()
+	s.step(onlyA) // a's round 0 at t0
+	s.step(onlyA) // a's round 1 at t0+1s
+	s.tick(t0.Add(deadlineConfig.Max / 2))
+	s.step(others) // their round 0: a closes round 0 with all four
+	if len(a.sums) != 1 || len(a.sums[0].Included) != 4 {
+		t.Fatalf("a closed %d rounds, want round 0 with all four", len(a.sums))
+	}
+	s.step(onlyA) // a's round 2: round 1 may close once its deadline allows
+	s.tick(t0.Add(deadlineConfig.Max + 2*time.Second))
+	if last := a.sums[len(a.sums)-1]; last.Round != 0 {
+		t.Fatalf("a closed round %d with %v a Max after its own work, before its peers sent theirs", last.Round, last.Included)
+	}
+	s.tick(t0.Add(80 * time.Second))
+	s.step(others) // their round 1 (and they close round 0)
+	if last := a.sums[len(a.sums)-1]; last.Round != 1 || !slices.Equal(last.Included, ids(s.nodes...)) {
+		t.Fatalf("a closed round %d with %v, want round 1 with all four", last.Round, last.Included)
+	}
+	s.step(others) // their round 2: they close round 1
+	if last := sameRoots(t, s.nodes); last.Round != 1 {
+		t.Fatalf("the nodes' last round is %d, want 1", last.Round)
 	}
 }
