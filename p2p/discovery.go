@@ -13,6 +13,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/discovery"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 const (
@@ -73,25 +74,38 @@ func (h *Host) advertiseLoop() {
 		}
 		retry = emptyRetry
 		// Sleep through the doubling schedule until the table has grown by half since
-		// this advertisement, or advertiseMax has passed.
-		size, since := h.RoutingTableSize(), time.Duration(0)
+		// this advertisement, the host's addresses have changed, or advertiseMax has
+		// passed.
+		size, addrs, since := h.RoutingTableSize(), addrsKey(h.h.Addrs()), time.Duration(0)
 		for {
 			if !h.sleep(next) {
 				return
 			}
 			since += next
 			next = min(2*next, advertiseMax)
-			if readvertise(size, h.RoutingTableSize(), since) {
+			if readvertise(size, h.RoutingTableSize(), since) || addrsKey(h.h.Addrs()) != addrs {
 				break
 			}
 		}
 	}
 }
 
+// addrsKey is a set of addresses as one comparable string.
+func addrsKey(addrs []ma.Multiaddr) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
 // readvertise reports whether a host that advertised with a routing table of was peers,
 // since ago, advertises again with a table of now: once the table has grown by half (an
 // advertisement made with a thin table reached few of the peers nearest the rendezvous
-// key), or after advertiseMax, before the provider records expire. Each advertisement is
+// key), or after advertiseMax, before the provider records expire. (A host whose own
+// addresses changed, such as a relay reservation behind a NAT, advertises again too: the
+// nearest peers hand out the addresses they were given with the record.) Each advertisement is
 // a DHT lookup and a provider record to each of the nearest peers, tens of KB: a host whose
 // table stays as it was has nothing to gain from another before then.
 func readvertise(was, now int, since time.Duration) bool {
