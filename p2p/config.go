@@ -70,6 +70,13 @@ type Config struct {
 	// a host off the network with p2ptest.Gate).
 	Gater connmgr.ConnectionGater
 
+	// ForwardHold is how long an accepted gossip message of at least HoldFrom bytes from
+	// a peer waits, counted from when its check began, before it is forwarded and
+	// delivered: long enough for the IDONTWANTs of the neighbours that got the same message
+	// from its publisher meanwhile to arrive, so that it is not sent again to them (see
+	// gossip.go). 0 = DefaultForwardHold; negative = no hold.
+	ForwardHold time.Duration
+
 	// StreamTimeout bounds one request/response exchange when the caller's context
 	// has no earlier deadline; 0 = 30s.
 	StreamTimeout time.Duration
@@ -134,6 +141,12 @@ func (c *Config) validate() error {
 		if err := c.RelayService.validate(); err != nil {
 			return err
 		}
+	}
+	switch {
+	case c.ForwardHold == 0:
+		c.ForwardHold = DefaultForwardHold
+	case c.ForwardHold < 0:
+		c.ForwardHold = 0
 	}
 	if c.StreamTimeout <= 0 {
 		c.StreamTimeout = 30 * time.Second
