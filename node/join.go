@@ -159,30 +159,39 @@ func (j *joiner) committed(ctx context.Context, r uint64) []peerHead {
 
 // askCommitted asks the voters for their committed records of round r: with the digest
 // of the node's own record of r when it has one (fetchCommittedSame), and then, in plain
-// (fetchCommitted), the peers that refused that request (a build from before it) and
-// are asked in plain from then on. It returns the answers and the node's own record.
+// (fetchCommitted), the peers that refused that request. A peer that refused it and
+// answered in plain is a build from before it (not a peer that was restarting or rate
+// limiting): it is asked in plain for plainFor. It returns the answers and the node's own
+// record.
 func (j *joiner) askCommitted(ctx context.Context, r uint64) (map[peer.ID][]byte, *incentives.SignedRecord) {
 	own := j.ownCommitted(r)
 	if own == nil || j.n == nil {
 		out, _ := j.askAll(ctx, j.voters(), committedRequest(r))
 		return out, own
 	}
+	now := time.Now()
 	var short, plain []peer.ID
 	for _, p := range j.voters() {
-		if _, old := j.n.plainCommitted.Load(p); old {
+		if until, ok := j.n.plainCommitted.Load(p); ok && now.Before(until.(time.Time)) {
 			plain = append(plain, p)
 		} else {
 			short = append(short, p)
 		}
 	}
 	out, refused := j.askAll(ctx, short, committedSameRequest(r, incentives.RecordDigest(own.Record)))
-	for _, p := range refused {
-		j.n.plainCommitted.Store(p, true)
-	}
 	more, _ := j.askAll(ctx, append(plain, refused...), committedRequest(r))
+	for _, p := range refused {
+		if _, ok := more[p]; ok {
+			j.n.plainCommitted.Store(p, now.Add(plainFor))
+		}
+	}
 	maps.Copy(out, more)
 	return out, own
 }
+
+// plainFor is how long a peer that refused fetchCommittedSame but answered in plain is
+// asked in plain (it may have been upgraded meanwhile).
+const plainFor = time.Hour
 
 // ownCommitted is the node's own signed record of round r (headRound: of its last closed
 // round) as it committed it; nil if it has none (a joiner).

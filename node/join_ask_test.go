@@ -195,6 +195,7 @@ type kindAnswering struct {
 	asked   map[peer.ID][]byte
 	records map[peer.ID][]byte
 	old     map[peer.ID]bool
+	down    map[peer.ID]bool // refuse every request (restarting, rate limiting)
 }
 
 func (a *kindAnswering) Request(_ context.Context, to peer.ID, _ string, req []byte, _ int) ([]byte, error) {
@@ -206,6 +207,8 @@ func (a *kindAnswering) Request(_ context.Context, to peer.ID, _ string, req []b
 	defer a.mu.Unlock()
 	a.asked[to] = append(a.asked[to], r.kind)
 	switch {
+	case a.down[to]:
+		return nil, errors.New("stream reset")
 	case r.kind == fetchCommittedSame && a.old[to]:
 		return nil, errors.New("stream reset")
 	case r.kind == fetchCommittedSame:
@@ -279,5 +282,12 @@ func TestCommittedAsksWithItsOwnRecordsDigest(t *testing.T) {
 	}
 	if got := j.bytes.Load(); got > int64(2*(len(fake.records[ids[2]])+len(fake.records[ids[3]])+shortCommittedLen)) {
 		t.Fatalf("%d bytes came in two looks: the agreeing peer's answers were not short", got)
+	}
+	// A peer that refuses both requests (restarting, or out of budget) is not taken for an
+	// old build: the next look asks it with the digest again.
+	fake.down = map[peer.ID]bool{ids[3]: true}
+	j.committed(t.Context(), 10)
+	if _, ok := j.n.plainCommitted.Load(ids[3]); ok {
+		t.Fatal("a peer that refused both requests is asked in plain from then on")
 	}
 }

@@ -58,8 +58,9 @@ type Node struct {
 	log  *slog.Logger
 	host *p2p.Host
 	wire *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
-	// plainCommitted holds the peers that refused fetchCommittedSame (builds from before
-	// it): they are asked for committed records in plain.
+	// plainCommitted holds the peers that refused fetchCommittedSame but answered in plain
+	// (builds from before it), each until when it is asked for committed records in plain
+	// (askCommitted).
 	plainCommitted sync.Map
 	api            *apiServer
 	ledger         *ledger        // nil on a bootstrap node

@@ -139,15 +139,15 @@ func (h *Host) findPeersLoop() {
 // nextFind is the wait after a lookup that found found peers (lastFound the one before),
 // fresh of them not connected, and connected newly: back to findFirst when it connected
 // someone or found more peers it is not connected to; else doubling, up to findMax, or
-// findIdleMax when it found none it was not connected to.
+// findIdleMax when it found peers, all of them connected.
 func nextFind(wait time.Duration, found, lastFound, fresh, connected int) time.Duration {
 	switch {
 	case connected > 0 || found > lastFound && fresh > 0:
 		return findFirst
-	case fresh == 0:
+	case fresh == 0 && found > 0:
 		return min(2*wait, findIdleMax)
 	}
-	return min(2*wait, findMax)
+	return min(2*wait, findMax) // a lookup that failed or found no one is no sign of idleness
 }
 
 // findTarget is how many connected peers the host seeks through the rendezvous:

@@ -24,6 +24,9 @@ func TestLookupsBackOffWhenTheyFindNoOneNew(t *testing.T) {
 	if w := nextFind(wait, 15, 15, 1, 1); w != findFirst {
 		t.Fatalf("a lookup connecting a peer: wait %v, want %v", w, findFirst)
 	}
+	if w := nextFind(findMax, 0, 0, 0, 0); w != findMax {
+		t.Fatalf("a lookup that failed or found no one: wait %v, want at most %v", w, findMax)
+	}
 	if w := nextFind(findMax, 15, 15, 3, 0); w != findMax {
 		t.Fatalf("a lookup finding peers it could not connect: wait %v, want at most %v", w, findMax)
 	}

@@ -61,8 +61,9 @@ type Validator func(ctx context.Context, forwarder peer.ID, data []byte) Result
 
 // topic is one joined topic and its current validator.
 type topic struct {
-	t   *pubsub.Topic
-	val atomic.Pointer[Validator]
+	t     *pubsub.Topic
+	val   atomic.Pointer[Validator]
+	holds chan struct{} // messages held at once (holdSlots)
 }
 
 // MessageID is gossipsub's message ID: the SHA-256 of the payload. The same bytes
@@ -88,6 +89,11 @@ const (
 	// HoldFrom is the size from which messages are held, and gossipsub's IDONTWANT
 	// threshold: smaller messages cost less than the IDONTWANTs that would spare them.
 	HoldFrom = 512
+	// holdSlots bounds the messages of one topic held at once. A held message keeps one
+	// of gossipsub's validation places of its topic (1,024) for the hold, and a message
+	// that finds none is dropped and never validated again (it is marked seen): past
+	// holdSlots, messages go on at once, as duplicates at worst, never lost.
+	holdSlots = 256
 	// DefaultForwardHold covers the neighbour's latency from the publisher plus its
 	// IDONTWANT's back, a few hundred ms between continents, with room for a busy host's
 	// event loop: on 2 cores running 16 nodes, a hold of 200 ms still let a quarter of
@@ -131,7 +137,7 @@ func (h *Host) startGossip() error {
 // join registers the topic's validator, then joins the topic and, on a relaying host,
 // relays it: no message of the topic is ever handled before its validator is in place.
 func (h *Host) join(kind string) error {
-	tp := &topic{}
+	tp := &topic{holds: make(chan struct{}, holdSlots)}
 	v := h.cfg.Validators[kind]
 	tp.val.Store(&v)
 	name := TopicName(h.cfg.Network, h.cfg.Run, kind)
@@ -140,7 +146,12 @@ func (h *Host) join(kind string) error {
 		began := time.Now()
 		r := (*tp.val.Load())(ctx, from, m.GetData())
 		if r == Accept && from != self && len(m.GetData()) >= HoldFrom {
-			hold(ctx, began, h.cfg.ForwardHold)
+			select {
+			case tp.holds <- struct{}{}:
+				hold(ctx, began, h.cfg.ForwardHold)
+				<-tp.holds
+			default:
+			}
 		}
 		return r.pubsub()
 	}

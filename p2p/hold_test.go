@@ -71,7 +71,7 @@ func TestHeldForwardsSpareDuplicates(t *testing.T) {
 	hold := 500 * time.Millisecond
 	none, _ := heldSwarm(t, -1, msgs, size)
 	held, fastest := heldSwarm(t, hold, msgs, size)
-	t.Logf("%d messages of %d bytes, 6 hosts: %d duplicates without a hold, %d with a hold of %v; the fastest delivery to all %v",
+	t.Logf("%d messages of %d bytes, 7 hosts: %d duplicates without a hold, %d with a hold of %v; the fastest delivery to all %v",
 		msgs, size, none, held, hold, fastest)
 	if none < int64(msgs) {
 		t.Fatalf("without a hold %d duplicates for %d messages: the swarm does not show what the hold spares", none, msgs)
@@ -81,5 +81,43 @@ func TestHeldForwardsSpareDuplicates(t *testing.T) {
 	}
 	if fastest < hold {
 		t.Fatalf("a held message reached every subscriber in %v, under the hold of %v", fastest, hold)
+	}
+}
+
+// TestHoldLosesNoMessageOfABurst: a held message keeps one of gossipsub's validation
+// places of its topic (1,024) for the hold, and a message that finds none is dropped for
+// good. Past holdSlots held at once, messages go on without a hold: 1,300 distinct
+// messages published within one hold (paced, so that no queue on the way overflows) all
+// arrive.
+func TestHoldLosesNoMessageOfABurst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := p2ptest.StartOn(ctx, "mem", 2, func(_ int, c *p2p.Config) { c.ForwardHold = 2 * time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	subs := subscribeAll(t, ctx, p2p.KindShards, s.Hosts[0], s.Hosts)
+	const n = 1300
+	go func() {
+		for i := range n {
+			time.Sleep(time.Millisecond)
+			data := make([]byte, p2p.HoldFrom)
+			_, _ = rand.Read(data[8:])
+			data[0], data[1] = byte(i), byte(i>>8)
+			if err := s.Hosts[0].Publish(ctx, p2p.KindShards, data); err != nil {
+				return
+			}
+		}
+	}()
+	got := 0
+	for got < n {
+		m, err := subs[1].Next(ctx)
+		if err != nil {
+			t.Fatalf("%d of %d messages arrived: %v", got, n, err)
+		}
+		if !m.Local {
+			got++
+		}
 	}
 }

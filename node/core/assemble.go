@@ -195,15 +195,28 @@ func (c *Core) arrivalDelayFrom(now time.Time, r uint64) time.Time {
 	}
 }
 
-// lastIn is when the last of the round's counted contributions arrived; zero if none.
-func (ri *roundIn) lastIn() time.Time {
+// lastIn is when the last of the contributions the round's record includes (dropped by
+// the rule aside) arrived, counting only peers with voting power by led: a contribution
+// left out, or of a peer without a vote, moves no clock (a free identity arriving just
+// before every close would otherwise make each round wait its whole deadline). Zero if
+// none.
+func (ri *roundIn) lastIn(included []incentives.Contribution, led *incentives.State) time.Time {
 	var last time.Time
-	for _, a := range ri.peers {
-		if a.counted() && a.at.After(last) {
-			last = a.at
+	for _, k := range included {
+		a := ri.peers[k.Peer]
+		if a == nil || k.Dropped || !a.counted() || led.Power(k.Peer) == 0 {
+			continue
 		}
+		last = later(last, a.at)
 	}
 	return last
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // counted reports whether the contribution is whole and not dropped: it counts towards the

@@ -147,7 +147,7 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	}
 	c.nextClose, c.lastIn = r+1, time.Time{}
 	if ri := c.rounds[r]; ri != nil {
-		c.lastIn = ri.lastIn()
+		c.lastIn = ri.lastIn(closed.Record.Contributions, preLedger)
 	}
 	c.keepClosed(r, pre, preLedger, closed.Record, msg)
 	delete(c.rounds, r)

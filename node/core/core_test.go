@@ -205,3 +205,27 @@ func TestNodeAheadGivesItsPeersTheWholeDeadline(t *testing.T) {
 		t.Fatalf("the nodes' last round is %d, want 1", last.Round)
 	}
 }
+
+// Only the contributions a round includes, of peers with voting power, move the next
+// round's clock: z, without stake, lands its contribution to round 0 just before the
+// round closes at its deadline (d is silent), and round 1 still closes a deadline after
+// the others' work for it, not a deadline after z's arrival.
+func TestUnstakedLateArrivalMovesNoClock(t *testing.T) {
+	s := newSwarm(t, 5, ledgerParams(), []string{"a", "b", "c", "d", "z"}, []uint64{100, 100, 100, 100, 0})
+	s.node("d").silent = true
+	z := s.node("z")
+	notZ := func(n *node) bool { return n != z }
+	s.start()
+	s.step(notZ) // round 0 at t0
+	s.step(notZ) // round 1 at t0+1s
+	s.tick(t0.Add(deadlineConfig.Max - time.Second))
+	s.step(func(n *node) bool { return n == z }) // z's round 0 at t0+Max-1s
+	a := s.node("a")
+	if len(a.sums) != 1 || a.sums[0].Round != 0 {
+		t.Fatalf("a closed %d rounds by t0+Max, want round 0", len(a.sums))
+	}
+	s.step(notZ) // round 2 at t0+Max: round 1 may close; its deadline passed at t0+1s+Max
+	if last := a.sums[len(a.sums)-1]; last.Round != 1 {
+		t.Fatalf("round 1 not closed a Max after the others' work for it: z's late arrival moved the clock")
+	}
+}
