@@ -185,14 +185,10 @@ func (c *Core) clockOf(r uint64, ri *roundIn) time.Time {
 // clock (clockOf) once round r-1 closed, this node's own work's end before, or now
 // (delay 0) for a contribution that arrived before that work ended.
 func (c *Core) arrivalDelayFrom(now time.Time, r uint64) time.Time {
-	switch o := c.own[r]; {
-	case o == nil:
+	if c.own[r] == nil {
 		return now
-	case r == c.nextClose && c.lastIn.After(o.done):
-		return c.lastIn
-	default:
-		return o.done
 	}
+	return c.clockOf(r, nil) // with own work, clockOf never reads ri
 }
 
 // lastIn is when the last of the contributions the round's record includes (dropped by
