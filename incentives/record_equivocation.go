@@ -40,14 +40,21 @@ func NewRecordEquivocation(a, b *SignedRecord) (*Evidence, error) {
 		return nil, ErrNotDoubleVote
 	}
 	da, db := RecordDigest(a.Record), RecordDigest(b.Record)
-	va, vb := Vote{Digest: da[:], Sig: a.Sig}, Vote{Digest: db[:], Sig: b.Sig}
+	return NewDoubleVote(a.Network, a.Run, a.Signer, a.Round, Vote{Digest: da[:], Sig: a.Sig}, Vote{Digest: db[:], Sig: b.Sig})
+}
+
+// NewDoubleVote builds record equivocation evidence from two votes of signer for round
+// of network and run, each its record's digest and signature, as vote references carry
+// them (VoteRef): no record is needed. Votes of one digest are ErrNotDoubleVote; the
+// signatures are Checker.Check's. They are kept, not copied.
+func NewDoubleVote(network, run, signer string, round uint64, va, vb Vote) (*Evidence, error) {
 	switch bytes.Compare(va.Digest, vb.Digest) {
 	case 0:
 		return nil, fmt.Errorf("%w: one record twice", ErrNotDoubleVote)
 	case 1:
 		va, vb = vb, va
 	}
-	dv := &DoubleVote{Network: a.Network, Run: a.Run, Signer: a.Signer, Round: a.Round, Votes: []Vote{va, vb}}
+	dv := &DoubleVote{Network: network, Run: run, Signer: signer, Round: round, Votes: []Vote{va, vb}}
 	return &Evidence{Version: EvidenceVersion, Kind: KindRecordEquivocation, DoubleVote: dv}, nil
 }
 
