@@ -82,6 +82,7 @@ const (
 	putSame                      // the bytes held for its slot
 	putConflict                  // the first other shard for a held slot (equivocation): not kept
 	putRepeated                  // a further other shard for that slot: the conflict is known
+	putResigned                  // records only: a vote held, under another signature
 )
 
 // put keeps data, the encoding of s, unless the store holds a shard of its slot already,

@@ -45,6 +45,13 @@ const (
 	// signed one (fromShort). A node comparing itself with its peers sends the digest of
 	// its own record: peers that agree answer in 74 bytes instead of a whole record.
 	fetchCommittedSame byte = 10
+	// fetchRecordBody: key: round (8 bytes, big endian), a record digest (32 bytes,
+	// incentives.RecordDigest): the record of that digest, as a vote reference
+	// (incentives.VoteRef) names it. The round is the asker's hint; the answer does not
+	// depend on it (a signer may name a record in a vote of another round, which would
+	// otherwise keep the record from the honest votes naming it). The asker checks the
+	// digest.
+	fetchRecordBody byte = 11
 )
 
 // shortCommitted marks fetchCommittedSame's short answer: the marker, the signed record's
@@ -90,6 +97,10 @@ func committedSameRequest(round uint64, digest [32]byte) fetchRequest {
 	return fetchRequest{kind: fetchCommittedSame, slot: slot{round: round}, hash: digest}
 }
 
+func bodyRequest(round uint64, digest [32]byte) fetchRequest {
+	return fetchRequest{kind: fetchRecordBody, slot: slot{round: round}, hash: digest}
+}
+
 func storedShardRequest(round uint64, cid []byte) fetchRequest {
 	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round}, cid: cid}
 }
@@ -114,7 +125,7 @@ func (r fetchRequest) marshal() []byte {
 		out = append(out, r.slot.peer...)
 	case fetchCommitted:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
-	case fetchCommittedSame:
+	case fetchCommittedSame, fetchRecordBody:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.hash[:]...)
 	case fetchStoredShard:
@@ -163,7 +174,7 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 			return r, fmt.Errorf("%w: round of %d bytes", ErrBadFetchRequest, len(key))
 		}
 		r.slot = slot{round: binary.BigEndian.Uint64(key)}
-	case fetchCommittedSame:
+	case fetchCommittedSame, fetchRecordBody:
 		if len(key) != 8+len(r.hash) {
 			return r, fmt.Errorf("%w: round and digest of %d bytes", ErrBadFetchRequest, len(key))
 		}
@@ -233,7 +244,7 @@ var fetchKindNames = map[byte]string{
 	fetchBundle: "bundle", fetchShardCID: "shard by CID", fetchShardSlot: "shard by slot",
 	fetchManifest: "manifest", fetchChunk: "chunk", fetchManifestR: "manifest by root",
 	fetchCommitted: "committed record", fetchSignedRecord: "signed record", fetchStoredShard: "stored shard",
-	fetchCommittedSame: "committed record or its signature",
+	fetchCommittedSame: "committed record or its signature", fetchRecordBody: "record by digest",
 }
 
 // answer is what the node holds for r; nil when nothing.
@@ -247,6 +258,8 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 		return s.checkpoint(r)
 	case fetchSignedRecord:
 		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer})
+	case fetchRecordBody:
+		return s.records.body(r.hash) // whatever the round: the asker checks the digest, then each vote's round
 	case fetchCommitted, fetchStoredShard, fetchCommittedSame:
 		if s.rounds == nil {
 			return nil
@@ -314,6 +327,8 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxChunkSize
 	case fetchSignedRecord, fetchCommitted, fetchCommittedSame:
 		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
+	case fetchRecordBody:
+		maxResp = incentives.MaxRecordSize
 	}
 	data, err := c.host.Request(ctx, to, c.proto, r.marshal(), maxResp)
 	if err != nil {

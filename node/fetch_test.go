@@ -28,6 +28,7 @@ func TestFetchRequests(t *testing.T) {
 		{kind: fetchManifestR, hash: [32]byte{6}},
 		committedSameRequest(headRound, [32]byte{9}),
 		committedSameRequest(3, [32]byte{8}),
+		bodyRequest(4, [32]byte{7}),
 	} {
 		got, err := parseFetchRequest(r.marshal())
 		if err != nil || string(got.marshal()) != string(r.marshal()) {
@@ -49,6 +50,8 @@ func TestFetchRequests(t *testing.T) {
 		"over the cap":      long,
 		"same, short":       committedSameRequest(1, [32]byte{1}).marshal()[:40],
 		"same, long":        append(committedSameRequest(1, [32]byte{1}).marshal(), 0),
+		"body, short":       bodyRequest(1, [32]byte{1}).marshal()[:40],
+		"body, long":        append(bodyRequest(1, [32]byte{1}).marshal(), 0),
 	} {
 		if _, err := parseFetchRequest(req); !errors.Is(err, ErrBadFetchRequest) {
 			t.Errorf("%s: %v", name, err)
@@ -69,6 +72,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(committedRequest(headRound).marshal())
 	f.Add(committedSameRequest(headRound, [32]byte{9}).marshal())
 	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
+	f.Add(bodyRequest(3, [32]byte{7}).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)

@@ -157,7 +157,9 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		n.log.Warn("the memory limit is below what a node of this network's model holds: the collector will run nearly all the time; raise memory_limit_mib",
 			"limit_mib", lim>>20, "needs_mib", need>>20)
 	}
-	publish := func(ctx context.Context, kind string, data []byte) error { return n.host.Publish(ctx, kind, data) }
+	publish := func(ctx context.Context, kind string, data []byte) error {
+		return n.host.Publish(ctx, kind, n.checks.outgoing(kind, data)) // a vote goes as a reference
+	}
 	w := wireOf(s)
 	due, err := newDueCheck(p)
 	if err != nil {

@@ -43,13 +43,15 @@ const (
 	reasonEquivocation  = "equivocation"   // a third different shard or more for one slot: the second proved it
 	reasonUnstaked      = "unstaked"       // a record whose signer holds no stake: it carries no weight
 	reasonSecondRecord  = "second_record"  // a third different record of a signer for a round or more: the second proved the double vote
+	reasonBodyUnknown   = "record_unknown" // a vote reference whose record no peer asked sent
+	reasonResigned      = "resigned"       // a vote held already, under another valid signature
 )
 
 // reasons is the set of every reason.
 var reasons = []string{reasonOK, reasonSize, reasonDecode, reasonNetwork, reasonRun, reasonLate,
 	reasonReplay, reasonFuture, reasonBundleUnknown, reasonBundleInvalid, reasonSignature,
 	reasonPeerMismatch, reasonContent, reasonDue, reasonBusy, reasonEvidence, reasonEquivocation, reasonUnstaked,
-	reasonSecondRecord}
+	reasonSecondRecord, reasonBodyUnknown, reasonResigned}
 
 // shardEnvelope bounds what a shard adds to its payload (header, signature, framing):
 // the size cap of the shards topic is the spec's shard payload limit plus this. verify's
@@ -247,6 +249,7 @@ type fullChecks struct {
 	records  *recordBook
 	repairs  jobQueue // shards repairs want
 	gaps     jobQueue // records missing from a signer's rounds
+	bodies   jobQueue // records that vote references name (vote_refs.go)
 	spent    *cpuMeter
 	evidence *incentives.CheckCache
 	view     atomic.Pointer[core.View]
@@ -264,6 +267,7 @@ type fullChecks struct {
 	pending  map[[32]byte]bool           // bundles being fetched
 	fetching map[peer.ID]int             // bundle fetches in flight by neighbour
 	made     map[incentives.Offence]bool // offences this node made evidence of
+	refWait  map[[32]byte]*refWaiter     // vote references waiting for their record, by digest
 }
 
 // maxMade bounds the offences remembered; past it they are forgotten at once.
@@ -290,7 +294,8 @@ func newFullChecks(cfg fullConfig) *fullChecks {
 	}
 	f := &fullChecks{cfg: cfg, stash: cfg.Stash, content: cfg.Content, records: newRecordBook(0), spent: &cpuMeter{},
 		heavy: make(chan struct{}, cfg.MaxHeavy), async: make(chan struct{}, cfg.MaxAsync), wants: make(chan struct{}, cfg.MaxAsync),
-		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool)}
+		pending: make(map[[32]byte]bool), fetching: make(map[peer.ID]int), made: make(map[incentives.Offence]bool),
+		refWait: make(map[[32]byte]*refWaiter)}
 	f.reg = newRegistry(cfg.Checker, cfg.Log, f.spent)
 	if f.stash == nil {
 		f.stash = NewStash(StashConfig{})
@@ -318,6 +323,7 @@ func (f *fullChecks) setView(v core.View) {
 	f.stash.Expire(v.NextClose)
 	from := keptFrom(v)
 	f.records.prune(from)
+	f.pruneWaits(from)
 	f.content.prune(from)
 	f.offerAside(v)
 }
