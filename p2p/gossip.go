@@ -87,8 +87,11 @@ func MessageID(data []byte) string {
 // round's deadlines dwarf; the node's own publishes are not held.
 const (
 	// HoldFrom is the size from which messages are held, and gossipsub's IDONTWANT
-	// threshold: smaller messages cost less than the IDONTWANTs that would spare them.
-	HoldFrom = 512
+	// threshold. An IDONTWANT costs about 40 bytes a mesh peer (a 32-byte message ID),
+	// and where most forwards are duplicates it spares nearly one message a mesh peer;
+	// smaller messages cost less than the IDONTWANTs that would spare them. A vote
+	// reference (about 200 bytes) is above it.
+	HoldFrom = 128
 	// holdSlots bounds the messages of one topic held at once. A held message keeps one
 	// of gossipsub's validation places of its topic (1,024) for the hold, and a message
 	// that finds none is dropped and never validated again (it is marked seen): past
