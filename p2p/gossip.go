@@ -94,7 +94,7 @@ func MessageID(data []byte) string {
 // round's deadlines dwarf; the node's own publishes are not held.
 const (
 	// HoldFrom is the size from which messages are held, and gossipsub's IDONTWANT
-	// threshold. An IDONTWANT costs about 40 bytes a mesh peer (a 32-byte message ID),
+	// threshold. An IDONTWANT costs about 30 bytes a mesh peer (a 20-byte message ID),
 	// and where most forwards are duplicates it spares nearly one message a mesh peer;
 	// smaller messages cost less than the IDONTWANTs that would spare them. A vote
 	// reference (about 200 bytes) is above it.
