@@ -70,12 +70,16 @@ type Config struct {
 	// a host off the network with p2ptest.Gate).
 	Gater connmgr.ConnectionGater
 
-	// ForwardHold is how long an accepted gossip message of at least HoldFrom bytes from
-	// a peer waits, counted from when its check began, before it is forwarded and
-	// delivered: long enough for the IDONTWANTs of the neighbours that got the same message
-	// from its publisher meanwhile to arrive, so that it is not sent again to them (see
-	// gossip.go). 0 = DefaultForwardHold; negative = no hold.
+	// ForwardHold is how long at most an accepted gossip message of at least HoldFrom
+	// bytes from a peer waits, counted from when its check began, before it is forwarded
+	// and delivered: long enough for the IDONTWANTs of the neighbours that got the same
+	// message from its publisher meanwhile to arrive, so that it is not sent again to
+	// them; it goes sooner once every peer of the mesh holds it (see gossip.go).
+	// 0 = DefaultForwardHold; negative = no hold.
 	ForwardHold time.Duration
+	// HoldWhole holds every message the whole ForwardHold, never less: for tests of the
+	// hold's bounds.
+	HoldWhole bool
 
 	// StreamTimeout bounds one request/response exchange when the caller's context
 	// has no earlier deadline; 0 = 30s.

@@ -88,10 +88,12 @@ func MessageID(data []byte) string {
 // its mesh as soon as a message arrives, before checking it) spares a peer only if it
 // comes before the forward does, and a forward follows the check within milliseconds,
 // while an IDONTWANT takes one link's latency. So a message of HoldFrom bytes or more
-// from a peer is forwarded and delivered ForwardHold after its check began, not at once:
-// by then the neighbours that got it from its publisher have said so, and it goes on only
-// to those that have not. It costs each hop of a message ForwardHold of latency, which the
-// round's deadlines dwarf; the node's own publishes are not held.
+// from a peer is forwarded and delivered once every peer of the topic's mesh but its
+// sender has shown it holds the message (an IDONTWANT or a copy: heardTracer), at most
+// ForwardHold after its check began: a forward then goes only to those that have not.
+// Where the publisher reached nearly everyone, that is about a round trip; a message
+// some mesh peer still needs costs its hop ForwardHold, which the round's deadlines
+// dwarf. The node's own publishes are not held.
 const (
 	// HoldFrom is the size from which messages are held, and gossipsub's IDONTWANT
 	// threshold. An IDONTWANT costs about 30 bytes a mesh peer (a 20-byte message ID),
@@ -109,7 +111,8 @@ const (
 	// event loop: on 2 cores running 16 nodes and their training, a hold of 200 ms let a
 	// quarter of the duplicates through, 500 ms about a tenth (14 duplicate shards a node
 	// and round), 1 s about one in a hundred (1.3). The node's own loop is not held: the
-	// validator hands it the message before the hold.
+	// validator hands it the message before the hold. A message every mesh peer holds
+	// goes on sooner.
 	DefaultForwardHold = time.Second
 )
 
@@ -127,6 +130,7 @@ func (h *Host) startGossip() error {
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(h.scores.inspect), scoreInspectInterval),
 		pubsub.WithMaxMessageSize(pubsub.DefaultMaxMessageSize),
 		pubsub.WithRawTracer(h.mesh),
+		pubsub.WithRawTracer(h.heard),
 		pubsub.WithRawTracer(h.traced),
 	}
 	if h.cfg.Wire != nil {
@@ -157,10 +161,14 @@ func (h *Host) join(kind string) error {
 	val := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
 		began := time.Now()
 		r := (*tp.val.Load())(ctx, from, m.GetData())
-		if r == Accept && from != self && len(m.GetData()) >= HoldFrom {
+		if r == Accept && from != self && h.cfg.ForwardHold > 0 && len(m.GetData()) >= HoldFrom {
 			select {
 			case tp.holds <- struct{}{}:
-				hold(ctx, began, h.cfg.ForwardHold)
+				mesh := func() []peer.ID { return h.mesh.peers(name) }
+				if h.cfg.HoldWhole {
+					mesh = nil
+				}
+				h.heard.wait(ctx, MessageID(m.GetData()), from, mesh, began.Add(h.cfg.ForwardHold))
 				<-tp.holds
 			default:
 			}
@@ -184,20 +192,6 @@ func (h *Host) join(kind string) error {
 		h.relays = append(h.relays, r)
 	}
 	return nil
-}
-
-// hold waits until d after began, or until ctx ends.
-func hold(ctx context.Context, began time.Time, d time.Duration) {
-	wait := d - time.Since(began)
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // Topics lists the full names of the joined topics, sorted.

@@ -36,6 +36,7 @@ type Host struct {
 	relays   []pubsub.RelayCancelFunc
 	appScore atomic.Pointer[func(peer.ID) float64]
 	mesh     *meshTracer   // mesh sizes per topic, once gossipsub reports to it
+	heard    *heardTracer  // which peers hold each recent message, for the forward hold
 	traced   *gossipTracer // gossipsub's own counters, from its trace events
 	scores   scoreBoard    // gossipsub's latest score of each connected peer
 
@@ -112,6 +113,7 @@ func (h *Host) start() error {
 	}
 	h.SetAppScore(h.cfg.AppScore)
 	h.mesh = newMeshTracer()
+	h.heard = newHeardTracer()
 	if h.traced, err = newGossipTracer(h.cfg.Network, h.cfg.Run, h.cfg.Topics, h.cfg.Registerer); err != nil {
 		return err
 	}
