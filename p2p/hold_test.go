@@ -30,13 +30,7 @@ func heldSwarm(t *testing.T, hold time.Duration, msgs, size int) (dups int64, fa
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	subs := subscribeAll(t, ctx, p2p.KindShards, s.Hosts[0], s.Hosts)
-	var last p2ptest.Formation
-	if err := p2ptest.Poll(ctx, "the swarm to form", 20*time.Millisecond, func() bool {
-		last = p2ptest.Form(s.All(), []string{p2p.KindShards})
-		return last.Formed()
-	}); err != nil {
-		t.Fatalf("%v: %v", err, last)
-	}
+	waitFormed(t, ctx, s)
 	fastest = time.Hour
 	for i := range msgs {
 		data := make([]byte, size)
@@ -58,6 +52,18 @@ func heldSwarm(t *testing.T, hold time.Duration, msgs, size int) (dups int64, fa
 		}
 	}
 	return dups, fastest
+}
+
+// waitFormed waits until s has formed on the shards topic (p2ptest.Form).
+func waitFormed(t *testing.T, ctx context.Context, s *p2ptest.Swarm) {
+	t.Helper()
+	var last p2ptest.Formation
+	if err := p2ptest.Poll(ctx, "the swarm to form", 20*time.Millisecond, func() bool {
+		last = p2ptest.Form(s.All(), []string{p2p.KindShards})
+		return last.Formed()
+	}); err != nil {
+		t.Fatalf("%v: %v", err, last)
+	}
 }
 
 // TestHeldForwardsSpareDuplicates: with flood publish every host of a connected swarm has a
@@ -99,13 +105,7 @@ func TestHoldLosesNoMessageOfABurst(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	subs := subscribeAll(t, ctx, p2p.KindShards, s.Hosts[0], s.Hosts)
-	var last p2ptest.Formation
-	if err := p2ptest.Poll(ctx, "the swarm to form", 20*time.Millisecond, func() bool {
-		last = p2ptest.Form(s.All(), []string{p2p.KindShards})
-		return last.Formed()
-	}); err != nil {
-		t.Fatalf("%v: %v", err, last)
-	}
+	waitFormed(t, ctx, s)
 	const n = 1300
 	go func() {
 		for i := range n {
