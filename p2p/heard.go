@@ -26,6 +26,9 @@ const (
 	// heardPerRPC bounds the IDONTWANT IDs taken from one RPC: an honest peer names the
 	// messages it just received, a handful.
 	heardPerRPC = 64
+	// heardPeers bounds the peers noted for one message: its mesh is at most gossipsub's
+	// D_hi (12) peers, and any connected peer may send an IDONTWANT.
+	heardPeers = 32
 )
 
 // heardTracer notes, for each recent message ID, the peers that showed they hold the
@@ -35,6 +38,10 @@ type heardTracer struct {
 	mu    sync.Mutex
 	ids   map[string]*heard
 	order []string // IDs in the order first noted, for forgetting the oldest
+	// held are the records of the messages being held (wait), which forgetting the
+	// oldest IDs never drops: a flood of IDONTWANTs naming other IDs cannot make a held
+	// message miss the notes it waits for. At most holdSlots a topic.
+	held map[string]*heard
 }
 
 // heard is what is known of one message: the peers that hold it, and a channel closed
@@ -46,10 +53,15 @@ type heard struct {
 
 var _ pubsub.RawTracer = (*heardTracer)(nil)
 
-func newHeardTracer() *heardTracer { return &heardTracer{ids: map[string]*heard{}} }
+func newHeardTracer() *heardTracer {
+	return &heardTracer{ids: map[string]*heard{}, held: map[string]*heard{}}
+}
 
 // entry returns the record of id, made if new. t.mu is held.
 func (t *heardTracer) entry(id string) *heard {
+	if h, ok := t.held[id]; ok {
+		return h
+	}
 	if h, ok := t.ids[id]; ok {
 		return h
 	}
@@ -68,7 +80,7 @@ func (t *heardTracer) note(id string, p peer.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.entry(id)
-	if _, ok := h.peers[p]; ok {
+	if _, ok := h.peers[p]; ok || len(h.peers) >= heardPeers {
 		return
 	}
 	h.peers[p] = struct{}{}
@@ -89,11 +101,20 @@ func (t *heardTracer) wait(ctx context.Context, id string, from peer.ID, mesh fu
 		}
 		return
 	}
-	for {
+	t.mu.Lock()
+	t.held[id] = t.entry(id)
+	t.mu.Unlock()
+	defer func() {
 		t.mu.Lock()
-		h := t.entry(id)
+		delete(t.held, id)
+		t.mu.Unlock()
+	}()
+	for {
+		peers := mesh() // before the lock: the mesh tracer has a lock of its own
+		t.mu.Lock()
+		h := t.held[id]
 		missing := false
-		for _, p := range mesh() {
+		for _, p := range peers {
 			if _, ok := h.peers[p]; !ok && p != from {
 				missing = true
 				break
@@ -112,6 +133,14 @@ func (t *heardTracer) wait(ctx context.Context, id string, from peer.ID, mesh fu
 			return
 		}
 	}
+}
+
+// waiting reports whether a message of id is being held (for tests).
+func (t *heardTracer) waiting(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.held[id]
+	return ok
 }
 
 func (t *heardTracer) RecvRPC(rpc *pubsub.RPC) { t.dontWant(rpc.From(), rpc.GetControl()) }

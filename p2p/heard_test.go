@@ -63,3 +63,39 @@ func TestHeardBounded(t *testing.T) {
 		t.Fatal("the oldest ID was not the one forgotten")
 	}
 }
+
+// TestHeardHeldMessageOutlivesAFlood: IDONTWANTs naming enough other IDs to push every
+// remembered ID out do not make a held message miss the notes it waits for: it goes on
+// once its mesh has spoken, long before the hold. One message's peers are bounded.
+func TestHeardHeldMessageOutlivesAFlood(t *testing.T) {
+	tr := newHeardTracer()
+	mesh := func() []peer.ID { return []peer.ID{"a", "b"} }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.wait(context.Background(), "m", "x", mesh, time.Now().Add(time.Hour))
+	}()
+	for tr.waiting("m") == false {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range heardMax/heardPerRPC + 2 {
+		ids := make([]string, heardPerRPC)
+		for j := range ids {
+			ids[j] = fmt.Sprint("flood", i, "-", j)
+		}
+		tr.dontWant("attacker", &pb.ControlMessage{Idontwant: []*pb.ControlIDontWant{{MessageIDs: ids}}})
+	}
+	tr.note("m", "a")
+	tr.note("m", "b")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held message missed its mesh's notes after a flood of other IDs")
+	}
+	for i := range 2 * heardPeers {
+		tr.note("n", peer.ID(fmt.Sprint("p", i)))
+	}
+	if n := len(tr.ids["n"].peers); n != heardPeers {
+		t.Fatalf("%d peers noted for one message, want %d", n, heardPeers)
+	}
+}
