@@ -94,3 +94,41 @@ func TestParsePeerIDRefusesWeakKeys(t *testing.T) {
 		t.Fatalf("peer ID with a small-order key: %v, want malformed", err)
 	}
 }
+
+// TestParsePeerIDRemembersOnlyWhatItAccepts: an accepted ID parses again to the same ID
+// and key, from parsedIDs; a refused one (a small-order key, another form of a valid ID)
+// is refused every time and never remembered, so that it cannot stand for a verdict.
+func TestParsePeerIDRemembersOnlyWhatItAccepts(t *testing.T) {
+	id := testPeer(t, 3)
+	for i := range 2 {
+		got, pub, err := ParsePeerID(id.String())
+		if err != nil || got != id {
+			t.Fatalf("parse %d: %v, %v", i, got, err)
+		}
+		want, err := id.ExtractPublicKey()
+		if err != nil || !pub.Equals(want) {
+			t.Fatalf("parse %d: key %v, want the one the ID embeds (%v)", i, pub, err)
+		}
+		if _, ok := parsedIDs.Peek(id.String()); !ok {
+			t.Fatalf("parse %d: the accepted ID is not remembered", i)
+		}
+	}
+	weak, err := crypto.UnmarshalEd25519PublicKey(append([]byte{1}, make([]byte, 31)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weakID, err := peer.IDFromPublicKey(weak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{weakID.String(), peer.ToCid(id).String()} {
+		for i := range 2 {
+			if _, _, err := ParsePeerID(bad); ClassOf(err) != ClassMalformed {
+				t.Fatalf("%s, parse %d: %v, want malformed", bad, i, err)
+			}
+		}
+		if _, ok := parsedIDs.Peek(bad); ok {
+			t.Fatalf("the refused %s is remembered", bad)
+		}
+	}
+}
