@@ -103,6 +103,65 @@ func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 	}
 }
 
+// TestHeadLookAsksAgainOnlyPeersAtAnotherHead: the head watch's second ask, for round r's
+// committed records, goes only to the peers whose head answer was of another round; those
+// whose head is r are taken from that answer, and every one of round r comes back, sorted
+// by peer.
+func TestHeadLookAsksAgainOnlyPeersAtAnotherHead(t *testing.T) {
+	const network, run = "net", "run"
+	var keys []crypto.PrivKey
+	var ids []peer.ID
+	for range 4 {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(k)
+		keys, ids = append(keys, k), append(ids, id)
+	}
+	signed := func(i int, round uint64) peerHead {
+		rec := &incentives.Record{Version: incentives.RecordVersion, Round: round,
+			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}
+		sr, err := incentives.SignCommitted(keys[i], network, run, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return peerHead{from: ids[i], rec: rec, data: sr.Marshal()}
+	}
+	// Peers 0 and 1 closed round 10 last, peer 2 round 11, peer 3 round 9.
+	heads := []peerHead{signed(0, 10), signed(1, 10), signed(2, 11), signed(3, 9)}
+	fake := &answering{records: map[peer.ID][]byte{ids[2]: signed(2, 10).data, ids[3]: signed(3, 9).data}}
+	j := &joiner{
+		n:     &Node{log: slog.New(slog.DiscardHandler)},
+		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+		rep:   &replayer{network: network, run: run},
+		peers: slices.Clone(ids),
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*joinAskWait)
+	defer cancel()
+	at, more := j.committedBut(ctx, 10, heads)
+	slices.SortFunc(fake.asked, func(a, b peer.ID) int { return strings.Compare(string(a), string(b)) })
+	want := []peer.ID{ids[2], ids[3]}
+	slices.SortFunc(want, func(a, b peer.ID) int { return strings.Compare(string(a), string(b)) })
+	if !slices.Equal(fake.asked, want) {
+		t.Fatalf("asked %v, want only the peers at another head %v", fake.asked, want)
+	}
+	if len(more) != 1 || more[0].from != ids[2] {
+		t.Fatalf("new answers %v, want peer 2's record of round 10", more)
+	}
+	if len(at) != 3 || !slices.IsSortedFunc(at, func(a, b peerHead) int { return strings.Compare(string(a.from), string(b.from)) }) {
+		t.Fatalf("%d records of round 10, want 3 sorted by peer", len(at))
+	}
+	for _, h := range at {
+		if h.rec.Round != 10 || h.from == ids[3] {
+			t.Fatalf("a record of round %d from %v among round 10's", h.rec.Round, h.from)
+		}
+	}
+	if !slices.Equal(j.peers, ids) {
+		t.Fatal("the joiner's peers changed")
+	}
+}
+
 // TestReplayRefusesARecordThatDoesNotFollowBeforeFetching: a record whose previous root
 // is not the head of the state reached, or of another round, is refused before any of its
 // shards is asked for.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/lowband/lowband/node/store"
 )
 
@@ -148,8 +150,8 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 		return &resyncCause{why: resyncStale, head: head, peers: h}
 	}
 	r := min(h, head) // a node off their lineage may close rounds at their pace, a round ahead
-	at := j.committed(ctx, r)
-	n.offerRecords(ctx, at)
+	at, more := j.committedBut(ctx, r, heads)
+	n.offerRecords(ctx, more)
 	rec, err := j.lineageOf(ctx, at, r, led) // with no majority, the record of most power
 	if err != nil {
 		return nil
@@ -159,6 +161,27 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 		return nil
 	}
 	return &resyncCause{why: resyncDiverged, head: head, peers: h}
+}
+
+// committedBut is committed(ctx, r) where heads, the answers to a look at the heads,
+// already hold the committed records of round r of the peers whose head it is: only the
+// others are asked (in a network closing rounds together, nearly none). It returns all of
+// round r's, and the new answers among them.
+func (j *joiner) committedBut(ctx context.Context, r uint64, heads []peerHead) (at, more []peerHead) {
+	have := map[peer.ID]bool{}
+	for _, h := range heads {
+		if h.rec.Round == r {
+			at = append(at, h)
+			have[h.from] = true
+		}
+	}
+	all := j.peers
+	j.peers = slices.DeleteFunc(slices.Clone(all), func(p peer.ID) bool { return have[p] })
+	more = j.committed(ctx, r)
+	j.peers = all
+	at = append(at, more...)
+	slices.SortFunc(at, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
+	return at, more
 }
 
 // offerRecords asks each peer whose committed record a look at the heads brought for the
