@@ -33,11 +33,13 @@ const (
 	// connected someone new, doubling otherwise.
 	findFirst = time.Second
 	findMax   = 30 * time.Second
-	// findIdleMax bounds the interval instead while lookups find no peer the host is not
-	// connected to already (a swarm smaller than findTarget, all connected): each lookup
+	// findIdleFirst and findIdleMax bound the interval instead while lookups find no peer
+	// the host is not connected to already (a swarm smaller than findTarget, all
+	// connected), once the host's own advertisement has landed (settled): each lookup
 	// costs every DHT node it asks a reply listing the advertised peers, tens of KB a
 	// lookup in a swarm of 16, for nothing; a newcomer finds and dials the host itself.
-	findIdleMax = 10 * time.Minute
+	findIdleFirst = time.Minute
+	findIdleMax   = 10 * time.Minute
 	// findTimeout bounds one rendezvous lookup; dialParallel bounds its dials.
 	findTimeout  = 30 * time.Second
 	dialParallel = 8
@@ -61,6 +63,9 @@ func (h *Host) advertiseLoop() {
 		t0 := time.Now()
 		_, err := h.disc.Advertise(h.ctx, ns, discovery.TTL(advertiseMax))
 		h.log.Debug("advertised", "took", time.Since(t0), "err", err)
+		if err == nil {
+			h.advertised.CompareAndSwap(0, time.Now().UnixNano())
+		}
 		if err != nil {
 			if h.ctx.Err() != nil {
 				return
@@ -126,8 +131,10 @@ func (h *Host) findPeersLoop() {
 		case len(h.h.Network().Peers()) >= h.findTarget():
 			wait = min(2*wait, findMax)
 		default:
+			// A lookup that begins after the host's own advertisement landed is settled.
+			settled := h.advertised.Load() != 0
 			found, fresh, connected := h.findOnce()
-			wait = nextFind(wait, found, lastFound, fresh, connected)
+			wait = nextFind(wait, found, lastFound, fresh, connected, settled)
 			lastFound = found
 		}
 		if !h.sleep(wait) {
@@ -138,16 +145,22 @@ func (h *Host) findPeersLoop() {
 
 // nextFind is the wait after a lookup that found found peers (lastFound the one before),
 // fresh of them not connected, and connected newly: back to findFirst when it connected
-// someone or found more peers it is not connected to; else doubling, up to findMax, or
-// findIdleMax when it found peers, all of them connected.
-func nextFind(wait time.Duration, found, lastFound, fresh, connected int) time.Duration {
+// someone or found more peers it is not connected to; doubling otherwise, up to findMax,
+// or, when it found peers, all of them connected, and was settled (it began after the
+// host's own advertisement had landed), from findIdleFirst up to findIdleMax.
+//
+// Settled is what makes the long waits safe: were hosts X and Y unconnected with both
+// idle, X's settled lookup missed Y's advertisement, so it began before Y's landed, and
+// after X's own had; Y's settled lookup began after Y's advertisement landed, so it found
+// X's, and Y dialed X (a host with its findTarget of connections does not need X).
+func nextFind(wait time.Duration, found, lastFound, fresh, connected int, settled bool) time.Duration {
 	switch {
 	case connected > 0 || found > lastFound && fresh > 0:
 		return findFirst
-	case fresh == 0 && found > 0:
-		return min(2*wait, findIdleMax)
+	case fresh == 0 && found > 0 && settled:
+		return min(max(2*wait, findIdleFirst), findIdleMax)
 	}
-	return min(2*wait, findMax) // a lookup that failed or found no one is no sign of idleness
+	return min(2*wait, findMax) // a lookup that failed, found no one, or began before the host was findable
 }
 
 // findTarget is how many connected peers the host seeks through the rendezvous:

@@ -6,29 +6,42 @@ import (
 )
 
 // TestLookupsBackOffWhenTheyFindNoOneNew: a host whose lookups find only peers it is
-// connected to looks up ever more rarely, up to findIdleMax (a swarm smaller than its
-// target would otherwise be looked up every findMax, at tens of KB a lookup); a lookup
-// that finds someone new, or connects someone, brings it back to findFirst.
+// connected to, once its own advertisement has landed, looks up ever more rarely, from
+// findIdleFirst up to findIdleMax (a swarm smaller than its target would otherwise be
+// looked up every findMax, at tens of KB a lookup); before it has landed, at most every
+// findMax; a lookup that finds someone new, or connects someone, brings it back to
+// findFirst.
 func TestLookupsBackOffWhenTheyFindNoOneNew(t *testing.T) {
 	wait, lastFound := findFirst, 0
 	for range 20 {
-		wait = nextFind(wait, 15, lastFound, 0, 0)
+		wait = nextFind(wait, 15, lastFound, 0, 0, false)
 		lastFound = 15
 	}
+	if wait != findMax {
+		t.Fatalf("before its advertisement landed, after lookups finding no one new the wait is %v, want %v", wait, findMax)
+	}
+	if w := nextFind(findFirst, 15, 15, 0, 0, true); w != findIdleFirst || findIdleFirst <= 2*findFirst {
+		t.Fatalf("the first settled lookup finding no one new: wait %v, want %v", w, findIdleFirst)
+	}
+	for range 20 {
+		wait = nextFind(wait, 15, lastFound, 0, 0, true)
+	}
 	if wait != findIdleMax || findIdleMax <= findMax {
-		t.Fatalf("after lookups finding no one new the wait is %v, want %v (above findMax %v)", wait, findIdleMax, findMax)
+		t.Fatalf("after settled lookups finding no one new the wait is %v, want %v (above findMax %v)", wait, findIdleMax, findMax)
 	}
-	if w := nextFind(wait, 16, 15, 1, 0); w != findFirst {
-		t.Fatalf("a lookup finding a new peer: wait %v, want %v", w, findFirst)
-	}
-	if w := nextFind(wait, 15, 15, 1, 1); w != findFirst {
-		t.Fatalf("a lookup connecting a peer: wait %v, want %v", w, findFirst)
-	}
-	if w := nextFind(findMax, 0, 0, 0, 0); w != findMax {
-		t.Fatalf("a lookup that failed or found no one: wait %v, want at most %v", w, findMax)
-	}
-	if w := nextFind(findMax, 15, 15, 3, 0); w != findMax {
-		t.Fatalf("a lookup finding peers it could not connect: wait %v, want at most %v", w, findMax)
+	for _, settled := range []bool{false, true} {
+		if w := nextFind(wait, 16, 15, 1, 0, settled); w != findFirst {
+			t.Fatalf("a lookup finding a new peer: wait %v, want %v", w, findFirst)
+		}
+		if w := nextFind(wait, 15, 15, 1, 1, settled); w != findFirst {
+			t.Fatalf("a lookup connecting a peer: wait %v, want %v", w, findFirst)
+		}
+		if w := nextFind(findMax, 0, 0, 0, 0, settled); w != findMax {
+			t.Fatalf("a lookup that failed or found no one: wait %v, want at most %v", w, findMax)
+		}
+		if w := nextFind(findMax, 15, 15, 3, 0, settled); w != findMax {
+			t.Fatalf("a lookup finding peers it could not connect: wait %v, want at most %v", w, findMax)
+		}
 	}
 }
 
