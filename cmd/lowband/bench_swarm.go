@@ -42,6 +42,8 @@ func benchSwarmCommand() *cli.Command {
 			&cli.Float64Flag{Name: "trim", Value: 0.25, Usage: "with --aggregation trimmed_mean: the fraction trimmed from each side"},
 			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated uplink per node, Mbit/s (0: unlimited)"},
 			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated latency, ms one way"},
+			&cli.Float64Flag{Name: "deadline-min", Value: 10, Usage: "seconds a round waits at least for a missing peer (the spec's deadline_min)"},
+			&cli.Float64Flag{Name: "deadline-max", Value: 30, Usage: "seconds a round waits at most for a silent peer, and round 0 for the genesis peers (deadline_max)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "give up after this long"},
 			cpuProfileFlag,
 			jsonFlag,
@@ -60,6 +62,7 @@ func benchSwarm(c *cli.Context) error {
 		Nodes: c.Int("nodes"), Rounds: c.Int("rounds"), Task: c.String("task"),
 		InnerSteps: c.Int("inner-steps"), Batch: c.Int("batch"),
 		LinkMbps: c.Float64("link-mbps"), LatencyMS: c.Float64("latency-ms"), Dir: dir,
+		DeadlineMin: c.Float64("deadline-min"), DeadlineMax: c.Float64("deadline-max"),
 	}
 	if a := c.String("adversaries"); a != "" {
 		opt.Adversaries = strings.Split(a, ",")
