@@ -179,6 +179,23 @@ func (s *SignedRecord) Verify() error {
 	return verifyVote(s.Network, s.Run, s.Signer, s.Round, RecordDigest(s.Record), s.Sig)
 }
 
+// VerifyRecordDigest checks sig, by the key signer's peer ID embeds, over the message a
+// signed record of the given version signs (VoteMessage for SignedRecordVersion,
+// CommittedMessage for CommittedRecordVersion) with a record digest: a signed record's
+// signature checked without the record (ErrRecordSignature; ErrMalformed for another
+// version or a signer that is no valid peer ID). Nodes comparing their heads exchange only
+// the digests of the records they committed: the vote they signed, or the record they
+// signed when they repaired the round.
+func VerifyRecordDigest(version byte, network, run, signer string, round uint64, digest [32]byte, sig []byte) error {
+	switch version {
+	case SignedRecordVersion:
+		return verifyVote(network, run, signer, round, digest, sig)
+	case CommittedRecordVersion:
+		return verifySigned(CommittedMessage(network, run, signer, round, digest), signer, round, sig)
+	}
+	return fmt.Errorf("%w: signed record version %d, this build reads %d and %d", ErrMalformed, version, SignedRecordVersion, CommittedRecordVersion)
+}
+
 // verifyVote checks sig, by the key signer's peer ID embeds, over VoteMessage
 // (ErrRecordSignature).
 func verifyVote(network, run, signer string, round uint64, digest [32]byte, sig []byte) error {

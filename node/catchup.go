@@ -207,7 +207,7 @@ func (j *joiner) waitHead(ctx context.Context, rp resumePoint, wait time.Duratio
 		case <-time.After(joinPoll):
 		}
 		j.peers = j.askable(rp.ledger)
-		if h, ok := headOfPower(j.committed(ctx, headRound), rp.ledger); ok && h+1 >= rp.state.Round {
+		if h, ok := headOfPower(j.headRefs(ctx, headRound, nil), rp.ledger); ok && h+1 >= rp.state.Round {
 			return h, true
 		}
 	}
@@ -228,7 +228,7 @@ func (j *joiner) wantHead(ctx context.Context, led *incentives.State, wait time.
 	until, logged := time.Now().Add(wait), false
 	for ctx.Err() == nil {
 		j.peers = j.askable(led)
-		if h, ok := headOfPower(j.committed(ctx, headRound), led); ok {
+		if h, ok := headOfPower(j.headRefs(ctx, headRound, nil), led); ok {
 			return h, true
 		}
 		if time.Now().After(until) {

@@ -52,6 +52,13 @@ const (
 	// otherwise keep the record from the honest votes naming it). The asker checks the
 	// digest.
 	fetchRecordBody byte = 11
+	// fetchCommittedDigest: key: round (8 bytes, big endian; all ones: the last closed
+	// round): the digest of the record the node committed for that round, with the
+	// signature it committed (digestCommitted's form: its vote's, or the committed
+	// record's of a round it repaired). A node comparing itself with its
+	// peers (the head watch) needs their rounds and which records they committed, not the
+	// records: an answer is 106 bytes where a whole record lists every contribution.
+	fetchCommittedDigest byte = 12
 )
 
 // shortCommitted marks fetchCommittedSame's short answer: the marker, the signed record's
@@ -60,6 +67,15 @@ const (
 const (
 	shortCommitted    byte = 0x01
 	shortCommittedLen      = 1 + 1 + 8 + ed25519.SignatureSize
+)
+
+// digestCommitted marks fetchCommittedDigest's answer: the marker, the signed record's
+// version (1 byte: incentives.SignedRecordVersion for a vote,
+// incentives.CommittedRecordVersion for a repaired round's record), its round (8 bytes,
+// big endian), the record's digest (32 bytes) and the signature.
+const (
+	digestCommitted    byte = 0x02
+	digestCommittedLen      = 1 + 1 + 8 + 32 + ed25519.SignatureSize
 )
 
 // headRound is the key of fetchCommitted that asks for the last closed round.
@@ -93,6 +109,10 @@ func committedRequest(round uint64) fetchRequest {
 	return fetchRequest{kind: fetchCommitted, slot: slot{round: round}}
 }
 
+func committedDigestRequest(round uint64) fetchRequest {
+	return fetchRequest{kind: fetchCommittedDigest, slot: slot{round: round}}
+}
+
 func committedSameRequest(round uint64, digest [32]byte) fetchRequest {
 	return fetchRequest{kind: fetchCommittedSame, slot: slot{round: round}, hash: digest}
 }
@@ -123,7 +143,7 @@ func (r fetchRequest) marshal() []byte {
 	case fetchSignedRecord:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.slot.peer...)
-	case fetchCommitted:
+	case fetchCommitted, fetchCommittedDigest:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 	case fetchCommittedSame, fetchRecordBody:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
@@ -169,7 +189,7 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 		if err := verify.CheckPeerID(r.slot.peer); err != nil {
 			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
 		}
-	case fetchCommitted:
+	case fetchCommitted, fetchCommittedDigest:
 		if len(key) != 8 {
 			return r, fmt.Errorf("%w: round of %d bytes", ErrBadFetchRequest, len(key))
 		}
@@ -245,6 +265,7 @@ var fetchKindNames = map[byte]string{
 	fetchManifest: "manifest", fetchChunk: "chunk", fetchManifestR: "manifest by root",
 	fetchCommitted: "committed record", fetchSignedRecord: "signed record", fetchStoredShard: "stored shard",
 	fetchCommittedSame: "committed record or its signature", fetchRecordBody: "record by digest",
+	fetchCommittedDigest: "committed record's digest",
 }
 
 // answer is what the node holds for r; nil when nothing.
@@ -260,7 +281,7 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 		return s.records.get(recordKey{round: r.slot.round, signer: r.slot.peer})
 	case fetchRecordBody:
 		return s.records.body(r.hash) // whatever the round: the asker checks the digest, then each vote's round
-	case fetchCommitted, fetchStoredShard, fetchCommittedSame:
+	case fetchCommitted, fetchStoredShard, fetchCommittedSame, fetchCommittedDigest:
 		if s.rounds == nil {
 			return nil
 		}
@@ -269,6 +290,8 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 			return s.rounds.committed(r.slot.round)
 		case fetchCommittedSame:
 			return shortIfSame(s.rounds.committed(r.slot.round), r.hash)
+		case fetchCommittedDigest:
+			return digestOf(s.rounds.committed(r.slot.round))
 		}
 		return s.rounds.shard(r.slot.round, r.cid)
 	default:
@@ -327,6 +350,8 @@ func (c *fetchClient) fetch(ctx context.Context, to peer.ID, r fetchRequest) ([]
 		maxResp = checkpoint.MaxChunkSize
 	case fetchSignedRecord, fetchCommitted, fetchCommittedSame:
 		maxResp = min(p2p.MaxMessageSize, incentives.MaxSignedRecordSize)
+	case fetchCommittedDigest:
+		maxResp = digestCommittedLen
 	case fetchRecordBody:
 		maxResp = incentives.MaxRecordSize
 	}
@@ -463,6 +488,56 @@ func shortIfSame(data []byte, digest [32]byte) []byte {
 	out := append(make([]byte, 0, shortCommittedLen), shortCommitted, sr.Version)
 	out = binary.BigEndian.AppendUint64(out, sr.Round)
 	return append(out, sr.Sig...)
+}
+
+// digestOf is the answer to fetchCommittedDigest: data, a committed signed record, in
+// digestCommitted's form; nil when there is none.
+func digestOf(data []byte) []byte {
+	sr, _, err := incentives.DecodeSignedRecord(data)
+	if err != nil || len(sr.Sig) != ed25519.SignatureSize {
+		return nil
+	}
+	d := incentives.RecordDigest(sr.Record)
+	out := append(make([]byte, 0, digestCommittedLen), digestCommitted, sr.Version)
+	out = binary.BigEndian.AppendUint64(out, sr.Round)
+	out = append(out, d[:]...)
+	return append(out, sr.Sig...)
+}
+
+// headRef is a peer's committed record of a round named by its digest: what a look at
+// the heads compares.
+type headRef struct {
+	from   peer.ID
+	round  uint64
+	digest [32]byte
+}
+
+// parseDigestAnswer checks an answer to fetchCommittedDigest from peer from: its form, and
+// the signature of from, for network and run, over its round and digest under its
+// version's domain (a vote's or a committed record's: incentives.VerifyRecordDigest).
+func parseDigestAnswer(answer []byte, network, run string, from peer.ID) (headRef, error) {
+	if len(answer) != digestCommittedLen || answer[0] != digestCommitted {
+		return headRef{}, fmt.Errorf("%w: a committed digest answer of %d bytes", incentives.ErrMalformed, len(answer))
+	}
+	h := headRef{from: from, round: binary.BigEndian.Uint64(answer[2:10]), digest: [32]byte(answer[10:42])}
+	if err := incentives.VerifyRecordDigest(answer[1], network, run, from.String(), h.round, h.digest, answer[42:]); err != nil {
+		return headRef{}, err
+	}
+	return h, nil
+}
+
+// refOf is a whole committed record's headRef.
+func refOf(h peerHead) headRef {
+	return headRef{from: h.from, round: h.rec.Round, digest: incentives.RecordDigest(h.rec.Marshal())}
+}
+
+// refsOf is refOf of each.
+func refsOf(heads []peerHead) []headRef {
+	out := make([]headRef, len(heads))
+	for i, h := range heads {
+		out[i] = refOf(h)
+	}
+	return out
 }
 
 // fromShort is the signed record an answer to fetchCommittedSame stands for: the answer

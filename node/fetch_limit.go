@@ -45,7 +45,7 @@ func newFetchLimits(refused func()) *fetchLimits {
 // allow spends the cost of a request of kind from p's bucket; false when it is empty.
 func (l *fetchLimits) allow(p peer.ID, kind byte) bool {
 	cost := fetchCostSimple
-	if kind == fetchStoredShard || kind == fetchCommitted || kind == fetchCommittedSame {
+	if kind == fetchStoredShard || kind == fetchCommitted || kind == fetchCommittedSame || kind == fetchCommittedDigest {
 		cost = fetchCostHeavy
 	}
 	l.mu.Lock()

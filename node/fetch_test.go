@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/incentives"
@@ -29,6 +30,8 @@ func TestFetchRequests(t *testing.T) {
 		committedSameRequest(headRound, [32]byte{9}),
 		committedSameRequest(3, [32]byte{8}),
 		bodyRequest(4, [32]byte{7}),
+		committedDigestRequest(headRound),
+		committedDigestRequest(5),
 	} {
 		got, err := parseFetchRequest(r.marshal())
 		if err != nil || string(got.marshal()) != string(r.marshal()) {
@@ -73,6 +76,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(committedSameRequest(headRound, [32]byte{9}).marshal())
 	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
 	f.Add(bodyRequest(3, [32]byte{7}).marshal())
+	f.Add(committedDigestRequest(headRound).marshal())
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, req []byte) {
 		r, err := parseFetchRequest(req)
@@ -84,6 +88,48 @@ func FuzzFetchRequest(f *testing.F) {
 		}
 		if !bytes.Equal(r.marshal(), req) {
 			t.Fatalf("%x decodes and encodes to %x", req, r.marshal())
+		}
+	})
+}
+
+// FuzzDigestAnswer: an answer to fetchCommittedDigest is taken only whole, in its form,
+// and under its sender's committed signature over its round and digest; anything else is
+// an error, never a panic.
+func FuzzDigestAnswer(f *testing.F) {
+	k, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := &incentives.Record{Version: incentives.RecordVersion, Round: 4, PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{2}, 32)}
+	sr, err := incentives.SignCommitted(k, "net", "run", rec)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good := digestOf(sr.Marshal())
+	vote, err := incentives.SignRecord(k, "net", "run", rec)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(digestOf(vote.Marshal()))
+	f.Add(good[:len(good)-1])
+	f.Add(append(slices.Clone(good), 0))
+	f.Add([]byte{digestCommitted})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		h, err := parseDigestAnswer(answer, "net", "run", id)
+		if err != nil {
+			return
+		}
+		if len(answer) != digestCommittedLen || h.from != id || h.digest != [32]byte(answer[10:42]) {
+			t.Fatalf("answer %x taken as %+v", answer, h)
+		}
+		if incentives.VerifyRecordDigest(answer[1], "net", "run", id.String(), h.round, h.digest, answer[42:]) != nil {
+			t.Fatalf("answer %x taken without its signature", answer)
 		}
 	})
 }

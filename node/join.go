@@ -221,9 +221,9 @@ func (j *joiner) voters() []peer.ID {
 // headOfPower is the highest round that heads carrying more than half of led's voting
 // power reach (each peer once, weighed by led); false when the heads that answered carry
 // no such majority. Peers without power, however far ahead they claim to be, move nothing.
-func headOfPower(heads []peerHead, led *incentives.State) (uint64, bool) {
+func headOfPower(heads []headRef, led *incentives.State) (uint64, bool) {
 	hs := slices.Clone(heads)
-	slices.SortFunc(hs, func(a, b peerHead) int { return cmp.Compare(b.rec.Round, a.rec.Round) })
+	slices.SortFunc(hs, func(a, b headRef) int { return cmp.Compare(b.round, a.round) })
 	var w uint64
 	seen := map[peer.ID]bool{}
 	for _, h := range hs {
@@ -232,7 +232,7 @@ func headOfPower(heads []peerHead, led *incentives.State) (uint64, bool) {
 		}
 		seen[h.from] = true
 		if w += led.Power(h.from.String()); 2*w > led.TotalPower() {
-			return h.rec.Round, true
+			return h.round, true
 		}
 	}
 	return 0, false
@@ -513,7 +513,7 @@ func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bo
 	for ctx.Err() == nil {
 		j.peers = j.askable(j.trust)
 		heads := j.committed(ctx, headRound)
-		if h, ok := headOfPower(heads, j.trust); ok {
+		if h, ok := headOfPower(refsOf(heads), j.trust); ok {
 			return h, true
 		}
 		heads = slices.DeleteFunc(heads, func(h peerHead) bool { return j.trust.Power(h.from.String()) == 0 })

@@ -103,15 +103,41 @@ func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 	}
 }
 
-// TestHeadLookAsksAgainOnlyPeersAtAnotherHead: the head watch's second ask, for round r's
-// committed records, goes only to the peers whose head answer was of another round; those
-// whose head is r are taken from that answer, and every one of round r comes back, sorted
-// by peer.
-func TestHeadLookAsksAgainOnlyPeersAtAnotherHead(t *testing.T) {
+// digestAnswering answers fetchCommittedDigest from digests and the requests for whole
+// committed records from whole; a peer in old refuses fetchCommittedDigest (a build from
+// before it). It notes the kinds each peer was asked.
+type digestAnswering struct {
+	mu             sync.Mutex
+	asked          map[peer.ID][]byte
+	digests, whole map[peer.ID][]byte
+	old            map[peer.ID]bool
+}
+
+func (a *digestAnswering) Request(_ context.Context, to peer.ID, _ string, req []byte, _ int) ([]byte, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked[to] = append(a.asked[to], req[0])
+	if req[0] != fetchCommittedDigest {
+		return a.whole[to], nil
+	}
+	if a.old[to] {
+		return nil, errors.New("stream reset: unknown request kind")
+	}
+	return a.digests[to], nil
+}
+
+// TestHeadLookTakesSignedDigests: the head watch asks the voters for the digests of the
+// records they committed (a vote for a round closed as usual, a committed record for a
+// repaired one), each checked against its sender's signature under its version's domain,
+// and asks again only the peers whose answer in hand is of another round; a peer that
+// refuses the request (an older build) is asked for its whole record instead, taken by its
+// digest, and on the next look for its whole record alone. A record named by peers
+// carrying more than half of the voting power is the majority's.
+func TestHeadLookTakesSignedDigests(t *testing.T) {
 	const network, run = "net", "run"
 	var keys []crypto.PrivKey
 	var ids []peer.ID
-	for range 4 {
+	for range 5 {
 		k, _, err := crypto.GenerateEd25519Key(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -119,46 +145,94 @@ func TestHeadLookAsksAgainOnlyPeersAtAnotherHead(t *testing.T) {
 		id, _ := peer.IDFromPrivateKey(k)
 		keys, ids = append(keys, k), append(ids, id)
 	}
-	signed := func(i int, round uint64) peerHead {
-		rec := &incentives.Record{Version: incentives.RecordVersion, Round: round,
+	rec := func(round uint64) *incentives.Record {
+		return &incentives.Record{Version: incentives.RecordVersion, Round: round,
 			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}
-		sr, err := incentives.SignCommitted(keys[i], network, run, rec)
+	}
+	committed := func(key int, round uint64) []byte {
+		sr, err := incentives.SignCommitted(keys[key], network, run, rec(round))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return peerHead{from: ids[i], rec: rec, data: sr.Marshal()}
+		return sr.Marshal()
 	}
-	// Peers 0 and 1 closed round 10 last, peer 2 round 11, peer 3 round 9.
-	heads := []peerHead{signed(0, 10), signed(1, 10), signed(2, 11), signed(3, 9)}
-	fake := &answering{records: map[peer.ID][]byte{ids[2]: signed(2, 10).data, ids[3]: signed(3, 9).data}}
+	vote := func(key int, round uint64) []byte {
+		sr, err := incentives.SignRecord(keys[key], network, run, rec(round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sr.Marshal()
+	}
+	d10 := incentives.RecordDigest(rec(10).Marshal())
+	fake := &digestAnswering{asked: map[peer.ID][]byte{},
+		digests: map[peer.ID][]byte{
+			ids[2]: digestOf(vote(2, 10)),      // a round closed as usual: its vote
+			ids[3]: digestOf(committed(4, 10)), // signed by another key than the sender's
+		},
+		whole: map[peer.ID][]byte{ids[4]: committed(4, 10)},
+		old:   map[peer.ID]bool{ids[4]: true},
+	}
+	if len(fake.digests[ids[2]]) != digestCommittedLen {
+		t.Fatalf("a digest answer of %d bytes, want %d", len(fake.digests[ids[2]]), digestCommittedLen)
+	}
 	j := &joiner{
 		n:     &Node{log: slog.New(slog.DiscardHandler)},
 		fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
 		rep:   &replayer{network: network, run: run},
 		peers: slices.Clone(ids),
 	}
+	// Peers 0 and 1 closed round 10 last, peer 2 round 11: the answers in hand.
+	have := []headRef{{from: ids[0], round: 10, digest: d10}, {from: ids[1], round: 10, digest: d10}, {from: ids[2], round: 11}}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*joinAskWait)
 	defer cancel()
-	at, more := j.committedBut(ctx, 10, heads)
-	slices.SortFunc(fake.asked, func(a, b peer.ID) int { return strings.Compare(string(a), string(b)) })
-	want := []peer.ID{ids[2], ids[3]}
-	slices.SortFunc(want, func(a, b peer.ID) int { return strings.Compare(string(a), string(b)) })
-	if !slices.Equal(fake.asked, want) {
-		t.Fatalf("asked %v, want only the peers at another head %v", fake.asked, want)
+	got := j.headRefs(ctx, 10, have)
+	if len(fake.asked[ids[0]])+len(fake.asked[ids[1]]) != 0 {
+		t.Fatalf("peers whose round-10 answer was in hand were asked again: %v", fake.asked)
 	}
-	if len(more) != 1 || more[0].from != ids[2] {
-		t.Fatalf("new answers %v, want peer 2's record of round 10", more)
+	if k := fake.asked[ids[4]]; len(k) != 2 || k[0] != fetchCommittedDigest || k[1] == fetchCommittedDigest {
+		t.Fatalf("the older build was asked %v, want the digest, then its whole record", k)
 	}
-	if len(at) != 3 || !slices.IsSortedFunc(at, func(a, b peerHead) int { return strings.Compare(string(a.from), string(b.from)) }) {
-		t.Fatalf("%d records of round 10, want 3 sorted by peer", len(at))
-	}
-	for _, h := range at {
-		if h.rec.Round != 10 || h.from == ids[3] {
-			t.Fatalf("a record of round %d from %v among round 10's", h.rec.Round, h.from)
+	var from []peer.ID
+	for _, h := range got {
+		if h.round != 10 || h.digest != d10 {
+			t.Fatalf("%v: round %d digest %x, want round 10's record", h.from, h.round, h.digest[:4])
 		}
+		from = append(from, h.from)
+	}
+	want := []peer.ID{ids[0], ids[1], ids[2], ids[4]}
+	slices.Sort(want)
+	if !slices.Equal(from, want) {
+		t.Fatalf("answers from %v, want %v (not the forged one, sorted)", from, want)
 	}
 	if !slices.Equal(j.peers, ids) {
 		t.Fatal("the joiner's peers changed")
+	}
+	clear(fake.asked)
+	if again := j.headRefs(ctx, 10, have); len(again) != len(got) {
+		t.Fatalf("a second look: %d answers, want %d", len(again), len(got))
+	}
+	if k := fake.asked[ids[4]]; len(k) != 1 || k[0] == fetchCommittedDigest {
+		t.Fatalf("on the second look the older build was asked %v, want its whole record alone", k)
+	}
+	led := stakeLedger(t, ids, 1000, 1000, 1000, 1000, 1000)
+	if !sameAsMost(got, d10, led) {
+		t.Fatal("four of five equal voters naming one record are not its majority")
+	}
+	if sameAsMost(got[:2], d10, led) || sameAsMost(got, incentives.RecordDigest(rec(11).Marshal()), led) {
+		t.Fatal("a minority, or a record nobody named, taken as the majority's")
+	}
+	// Forged or malformed answers are refused before anything is taken from them.
+	asCommitted := slices.Clone(fake.digests[ids[2]]) // a vote's signature under the committed domain
+	asCommitted[1] = incentives.CommittedRecordVersion
+	for _, bad := range [][]byte{nil, fake.digests[ids[2]][:digestCommittedLen-1], fake.digests[ids[3]], asCommitted} {
+		for _, from := range ids[2:4] {
+			if _, err := parseDigestAnswer(bad, network, run, from); err == nil {
+				t.Fatalf("answer %x from %v taken", bad, from)
+			}
+		}
+	}
+	if _, err := parseDigestAnswer(fake.digests[ids[2]], network, "other-run", ids[2]); err == nil {
+		t.Fatal("a digest signed for another run taken")
 	}
 }
 

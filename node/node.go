@@ -62,11 +62,15 @@ type Node struct {
 	// (builds from before it), each until when it is asked for committed records in plain
 	// (askCommitted).
 	plainCommitted sync.Map
-	api            *apiServer
-	ledger         *ledger        // nil on a bootstrap node
-	train          *trainingParts // nil on a bootstrap node
-	checks         *fullChecks    // nil on a bootstrap node
-	adv            *adversary     // nil unless the node runs an adversary mode
+	// wholeHeads holds the peers that refused fetchCommittedDigest but answered with whole
+	// records (builds from before it), each until when they are asked for whole records
+	// (headRefs).
+	wholeHeads sync.Map
+	api        *apiServer
+	ledger     *ledger        // nil on a bootstrap node
+	train      *trainingParts // nil on a bootstrap node
+	checks     *fullChecks    // nil on a bootstrap node
+	adv        *adversary     // nil unless the node runs an adversary mode
 	// ckptSync fetches checkpoints from peers; announce wakes the loop that announces
 	// the kept ones (both nil on a bootstrap node).
 	ckptSync *ckptSyncer

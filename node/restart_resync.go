@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/store"
 )
 
@@ -122,14 +123,16 @@ func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait
 	}
 }
 
-// probeHead asks the peers for their heads (their committed records of their last closed
-// round) and compares the node with the head that peers carrying more than half of the
-// voting power reach (headOfPower, with the ledger of the node's head): nil when no such
-// majority answered, or when it is not behind them by more than its repair window and the
-// record that majority committed for the node's head (theirs, when they are behind it) is
-// the node's own; when no record has a majority and the split reaches back past the
-// window, the one of most power among the answers and the node's own (lineageOf) stands
-// for it. A peer's claim alone moves nothing.
+// probeHead asks the peers for their heads (the digests of their committed records of
+// their last closed round, signed: headRefs) and compares the node with the head that
+// peers carrying more than half of the voting power reach (headOfPower, with the ledger of
+// the node's head): nil when no such majority answered, or when it is not behind them by
+// more than its repair window and the record that majority committed for the node's head
+// (theirs, when they are behind it) is the node's own. Only when the peers naming the
+// node's own record carry no more than half of the power are the records themselves asked
+// for: when no record has a majority and the split reaches back past the window,
+// the one of most power among the answers and the node's own (lineageOf) stands for it. A
+// peer's claim alone moves nothing.
 func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	led := n.ledger.state.Load()
 	if led.Round == 0 { // a node at genesis joins before its loop (joinRun)
@@ -138,7 +141,7 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	head := led.Round - 1
 	j := n.newJoiner()
 	j.peers = j.askable(led)
-	heads := j.committed(ctx, headRound)
+	heads := j.headRefs(ctx, headRound, nil)
 	n.offerRecords(ctx, heads)
 	h, ok := headOfPower(heads, led)
 	switch {
@@ -150,38 +153,88 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 		return &resyncCause{why: resyncStale, head: head, peers: h}
 	}
 	r := min(h, head) // a node off their lineage may close rounds at their pace, a round ahead
-	at, more := j.committedBut(ctx, r, heads)
-	n.offerRecords(ctx, more)
-	rec, err := j.lineageOf(ctx, at, r, led) // with no majority, the record of most power
-	if err != nil {
+	own, err := n.ledger.st.Record(r)
+	if err != nil || own == nil {
 		return nil
 	}
-	own, err := n.ledger.st.Record(r)
-	if err != nil || own == nil || bytes.Equal(own.Marshal(), rec.Marshal()) {
+	at := j.headRefs(ctx, r, heads)
+	n.offerRecords(ctx, at)
+	if sameAsMost(at, incentives.RecordDigest(own.Marshal()), led) {
+		return nil
+	}
+	rec, err := j.lineageOf(ctx, j.committed(ctx, r), r, led) // with no majority, the record of most power
+	if err != nil || bytes.Equal(own.Marshal(), rec.Marshal()) {
 		return nil
 	}
 	return &resyncCause{why: resyncDiverged, head: head, peers: h}
 }
 
-// committedBut is committed(ctx, r) where heads, the answers to a look at the heads,
-// already hold the committed records of round r of the peers whose head it is: only the
-// others are asked (in a network closing rounds together, nearly none). It returns all of
-// round r's, and the new answers among them.
-func (j *joiner) committedBut(ctx context.Context, r uint64, heads []peerHead) (at, more []peerHead) {
-	have := map[peer.ID]bool{}
-	for _, h := range heads {
-		if h.rec.Round == r {
-			at = append(at, h)
-			have[h.from] = true
+// sameAsMost reports whether the peers of refs that committed the record of digest carry
+// more than half of led's voting power (each peer once): then that record is the one a
+// majority committed.
+func sameAsMost(refs []headRef, digest [32]byte, led *incentives.State) bool {
+	var w uint64
+	seen := map[peer.ID]bool{}
+	for _, h := range refs {
+		if h.digest == digest && !seen[h.from] {
+			seen[h.from] = true
+			w += led.Power(h.from.String())
 		}
 	}
-	all := j.peers
-	j.peers = slices.DeleteFunc(slices.Clone(all), func(p peer.ID) bool { return have[p] })
-	more = j.committed(ctx, r)
-	j.peers = all
-	at = append(at, more...)
-	slices.SortFunc(at, func(a, b peerHead) int { return cmp.Compare(a.from, b.from) })
-	return at, more
+	return 2*w > led.TotalPower()
+}
+
+// headRefs asks the voters for the digests of the records they committed for round r
+// (headRound: for their last closed round), signed (fetchCommittedDigest), and keeps those
+// signed by the peer asked, for this network and run, of round r, sorted by peer. have are
+// answers in hand (a look at the heads): those of round r are returned with the new ones
+// and their peers not asked again. A peer that refuses the request (a build from before
+// it, or one limiting this node's requests) is asked for its whole record (committed)
+// instead; one that then answers is asked so for plainFor.
+func (j *joiner) headRefs(ctx context.Context, r uint64, have []headRef) []headRef {
+	var out []headRef
+	skip := map[peer.ID]bool{}
+	for _, h := range have {
+		if h.round == r {
+			out = append(out, h)
+			skip[h.from] = true
+		}
+	}
+	now := time.Now()
+	var ask, whole []peer.ID
+	for _, p := range j.voters() {
+		switch until, ok := j.n.wholeHeads.Load(p); {
+		case skip[p]:
+		case ok && now.Before(until.(time.Time)):
+			whole = append(whole, p)
+		default:
+			ask = append(ask, p)
+		}
+	}
+	answers, refused := j.askAll(ctx, ask, committedDigestRequest(r))
+	for p, data := range answers {
+		h, err := parseDigestAnswer(data, j.rep.network, j.rep.run, p)
+		switch {
+		case err != nil:
+			j.n.log.Debug("a committed digest refused", "peer", p.ShortString(), "err", err)
+		case r == headRound || h.round == r:
+			out = append(out, h)
+		}
+	}
+	if whole = append(whole, refused...); len(whole) > 0 {
+		all := j.peers
+		j.peers = whole
+		heads := j.committed(ctx, r)
+		j.peers = all
+		for _, h := range heads {
+			if slices.Contains(refused, h.from) {
+				j.n.wholeHeads.Store(h.from, now.Add(plainFor))
+			}
+		}
+		out = append(out, refsOf(heads)...)
+	}
+	slices.SortFunc(out, func(a, b headRef) int { return cmp.Compare(a.from, b.from) })
+	return out
 }
 
 // offerRecords asks each peer whose committed record a look at the heads brought for the
@@ -191,15 +244,15 @@ func (j *joiner) committedBut(ctx context.Context, r uint64, heads []peerHead) (
 // records of the earlier rounds it lacks. The committed records themselves are never
 // taken as votes: a peer that repaired a round holds a record of it other than its vote,
 // signed for an audit, and the two would read as a vote cast twice.
-func (n *Node) offerRecords(_ context.Context, heads []peerHead) { n.checks.askVotes(heads) }
+func (n *Node) offerRecords(_ context.Context, heads []headRef) { n.checks.askVotes(heads) }
 
 // askVotes is offerRecords on the checks: a gap fetch of each head's round and peer.
-func (f *fullChecks) askVotes(heads []peerHead) {
+func (f *fullChecks) askVotes(heads []headRef) {
 	if f.cfg.Fetch == nil {
 		return
 	}
 	for _, h := range heads {
-		k := recordKey{round: h.rec.Round, signer: h.from.String()}
+		k := recordKey{round: h.round, signer: h.from.String()}
 		if f.records.ask(k, h.from) {
 			from := h.from
 			f.enqueue(&f.gaps, fmt.Sprint("head", k.round, k.signer), k.round, func(ctx context.Context) { f.fetchRecord(ctx, from, k) })

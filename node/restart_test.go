@@ -404,13 +404,13 @@ func TestCatchUpHeadNeedsAMajorityOfTheVotingPower(t *testing.T) {
 		return peerHead{from: p, rec: &incentives.Record{Round: r, NewRoot: bytes.Repeat([]byte{root}, 32)}}
 	}
 	liars := []peerHead{at(ids[4], 1000, 9), at(ids[5], 900, 9), at(ids[0], 500, 9)}
-	if h, ok := headOfPower(liars, led); ok {
+	if h, ok := headOfPower(refsOf(liars), led); ok {
 		t.Fatalf("powerless peers and a minority moved the head to %d", h)
 	}
-	if h, ok := headOfPower(append(liars, at(ids[1], 11, 1)), led); ok {
+	if h, ok := headOfPower(refsOf(append(liars, at(ids[1], 11, 1))), led); ok {
 		t.Fatalf("half of the power moved the head to %d", h)
 	}
-	if h, ok := headOfPower(append(liars, at(ids[1], 11, 1), at(ids[2], 10, 1)), led); !ok || h != 10 {
+	if h, ok := headOfPower(refsOf(append(liars, at(ids[1], 11, 1), at(ids[2], 10, 1))), led); !ok || h != 10 {
 		t.Fatalf("head %d %v, want 10: the highest round three of four staked peers reach", h, ok)
 	}
 	// A record of round 10 that a minority of the power signed, with powerless signers.

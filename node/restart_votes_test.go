@@ -31,7 +31,7 @@ func TestHeadWatchTakesVotesNotCommittedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ft.f.askVotes([]peerHead{{from: alice, rec: rec, data: committed}})
+	ft.f.askVotes(refsOf([]peerHead{{from: alice, rec: rec, data: committed}}))
 	ft.f.wg.Wait()
 	var got [][]byte
 	for len(ft.inbox) > 0 {
