@@ -53,11 +53,12 @@ type Options struct {
 
 // Node is a running lowband node. Its methods are safe for concurrent use.
 type Node struct {
-	opts Options
-	role string
-	log  *slog.Logger
-	host *p2p.Host
-	wire *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
+	opts    Options
+	role    string
+	network string // opts.Spec.NetworkID(), which hashes the spec
+	log     *slog.Logger
+	host    *p2p.Host
+	wire    *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
 	// plainCommitted holds the peers that refused fetchCommittedSame but answered in plain
 	// (builds from before it), each until when it is asked for committed records in plain
 	// (askCommitted).
@@ -105,7 +106,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	n := &Node{opts: opts, role: role, log: log, started: time.Now(), rng: newRand(), penalties: newPenalties(time.Now)}
+	n := &Node{opts: opts, role: role, network: opts.Spec.NetworkID(), log: log, started: time.Now(), rng: newRand(), penalties: newPenalties(time.Now)}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -365,10 +366,10 @@ func (n *Node) Status() Status {
 	return Status{
 		PeerID:         n.host.ID().String(),
 		Role:           n.role,
-		Network:        n.opts.Spec.NetworkID(),
+		Network:        n.network,
 		Run:            n.opts.Spec.Run,
 		Addresses:      addrStrings(n.host.Addrs()),
-		ConnectedPeers: len(n.host.Peers()),
+		ConnectedPeers: len(n.host.ConnectedPeers()),
 		DHTTableSize:   n.host.RoutingTableSize(),
 		Topics:         n.host.Topics(),
 		UptimeSeconds:  time.Since(n.started).Seconds(),
