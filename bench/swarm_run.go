@@ -183,12 +183,20 @@ func scoredRounds(opt SwarmOptions, nodes []*node.Node) []roundView {
 	return out
 }
 
-// settleWait is how long the bench waits, once every honest node has scored the last
-// round, for them to hold one state root of it: a node repairs a round once its peers'
-// records reach it, within a round or two of the close.
+// settleWait is how long the bench waits at least, once every honest node has scored the
+// last round, for them to hold one state root of it: a node repairs a round once its
+// peers' records reach it, within a round or two of the close.
 const settleWait = 30 * time.Second
 
-// settleRoots waits, at most settleWait or until ctx ends, for the honest nodes to hold one
+// settleFor is how long settleRoots waits: settleWait, or twice deadline_max when that is
+// longer: a repair of the last round waits for the votes of the nodes that close it last,
+// up to deadline_max after their start, and a node that closed it early may be repaired
+// again as more votes come.
+func settleFor(opt SwarmOptions) time.Duration {
+	return max(settleWait, time.Duration(2*opt.DeadlineMax*float64(time.Second)))
+}
+
+// settleRoots waits, at most settleFor or until ctx ends, for the honest nodes to hold one
 // state root of the last measured round, and says on logw how long that took or that they
 // did not.
 func settleRoots(ctx context.Context, opt SwarmOptions, nodes []*node.Node, logw io.Writer) {
@@ -203,7 +211,7 @@ func settleRoots(ctx context.Context, opt SwarmOptions, nodes []*node.Node, logw
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(settleWait - time.Since(start)):
+		case <-time.After(settleFor(opt) - time.Since(start)):
 		case <-t.C:
 			continue
 		}
