@@ -186,7 +186,7 @@ func (n *Node) joinRun(ctx context.Context) error {
 
 // newJoiner is a joiner of this node, keeping the last repair_depth rounds replayed.
 func (n *Node) newJoiner() *joiner {
-	j := &joiner{n: n, self: n.host.ID(), fetch: newFetchClient(n.host, n.opts.Spec.NetworkID(), wireOf(n.opts.Spec)),
+	j := &joiner{n: n, self: n.host.ID(), fetch: newFetchClient(n.host, n.network, wireOf(n.opts.Spec)),
 		rep: newReplayer(n.train.params, n.opts.Spec, n.host.ID().String())}
 	j.rep.keep = repairDepth(n.opts.Spec)
 	if n.ledger != nil && n.ledger.st != nil {

@@ -85,7 +85,7 @@ func (n *Node) signedOf(c *core.Commit, key crypto.PrivKey) ([]byte, error) {
 	if c.Signed != nil {
 		return c.Signed, nil
 	}
-	sr, err := incentives.SignCommitted(key, n.opts.Spec.NetworkID(), n.opts.Spec.Run, c.Record)
+	sr, err := incentives.SignCommitted(key, n.network, n.opts.Spec.Run, c.Record)
 	if err != nil {
 		return nil, err
 	}

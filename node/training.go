@@ -231,7 +231,7 @@ func (n *Node) serveFetch() {
 	srv.rounds = storedRounds{st: n.ledger.st, maxPayload: n.opts.Spec.Training.Compression.MaxShardBytes}
 	srv.limits = newFetchLimits(n.checks.cfg.Metrics.fetchRefused)
 	srv.wire = n.wire
-	n.host.Handle(string(p2p.FetchProtocol(n.opts.Spec.NetworkID())), maxFetchRequest, srv.handle)
+	n.host.Handle(string(p2p.FetchProtocol(n.network)), maxFetchRequest, srv.handle)
 }
 
 // fetchWants asks the peers of the shards topic for the shard slots a round about to close
