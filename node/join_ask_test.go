@@ -221,6 +221,20 @@ func TestHeadLookTakesSignedDigests(t *testing.T) {
 	if sameAsMost(got[:2], d10, led) || sameAsMost(got, incentives.RecordDigest(rec(11).Marshal()), led) {
 		t.Fatal("a minority, or a record nobody named, taken as the majority's")
 	}
+	four := stakeLedger(t, ids[:4], 1000, 1000, 1000, 1000)
+	naming := func(ps ...int) []headRef {
+		var out []headRef
+		for _, i := range ps {
+			out = append(out, headRef{from: ids[i], round: 10, digest: d10})
+		}
+		return out
+	}
+	if sameAsMost(naming(0, 1), d10, four) || !sameAsMost(naming(0, 1, 2), d10, four) {
+		t.Fatal("exactly half of the power taken as a majority, or three quarters not")
+	}
+	if sameAsMost(naming(0, 1, 0, 1), d10, four) || sameAsMost(naming(0, 1, 4), d10, four) {
+		t.Fatal("a peer counted twice, or a peer without power counted")
+	}
 	// Forged or malformed answers are refused before anything is taken from them.
 	asCommitted := slices.Clone(fake.digests[ids[2]]) // a vote's signature under the committed domain
 	asCommitted[1] = incentives.CommittedRecordVersion
