@@ -245,6 +245,9 @@ func TestHeadLookTakesSignedDigests(t *testing.T) {
 			}
 		}
 	}
+	if h, err := parseDigestAnswer(digestOf(committed(2, 10)), network, run, ids[2]); err != nil || h.digest != d10 || h.round != 10 {
+		t.Fatalf("a repaired round's committed record: %+v, %v", h, err)
+	}
 	if _, err := parseDigestAnswer(fake.digests[ids[2]], network, "other-run", ids[2]); err == nil {
 		t.Fatal("a digest signed for another run taken")
 	}
