@@ -50,16 +50,7 @@ func (a *answering) Request(ctx context.Context, to peer.ID, _ string, _ []byte,
 // voters are no majority.
 func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 	const network, run = "net", "run"
-	var keys []crypto.PrivKey
-	var ids []peer.ID
-	for range 4 {
-		k, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, _ := peer.IDFromPrivateKey(k)
-		keys, ids = append(keys, k), append(ids, id)
-	}
+	keys, ids := newKeys(t, 4)
 	led := stakeLedger(t, ids[:3], 1000, 1000, 1000) // the genesis ledger: ids[3] holds no stake
 	fake := &answering{records: map[peer.ID][]byte{}}
 	for i := range 3 {
@@ -103,6 +94,22 @@ func TestCommittedAsksOnlyStakedPeers(t *testing.T) {
 	}
 }
 
+// newKeys returns n fresh identity keys and their peer IDs.
+func newKeys(t *testing.T, n int) ([]crypto.PrivKey, []peer.ID) {
+	t.Helper()
+	var keys []crypto.PrivKey
+	var ids []peer.ID
+	for range n {
+		k, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := peer.IDFromPrivateKey(k)
+		keys, ids = append(keys, k), append(ids, id)
+	}
+	return keys, ids
+}
+
 // digestAnswering answers fetchCommittedDigest from digests and the requests for whole
 // committed records from whole; a peer in old refuses fetchCommittedDigest (a build from
 // before it). It notes the kinds each peer was asked.
@@ -135,16 +142,7 @@ func (a *digestAnswering) Request(_ context.Context, to peer.ID, _ string, req [
 // carrying more than half of the voting power is the majority's.
 func TestHeadLookTakesSignedDigests(t *testing.T) {
 	const network, run = "net", "run"
-	var keys []crypto.PrivKey
-	var ids []peer.ID
-	for range 5 {
-		k, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, _ := peer.IDFromPrivateKey(k)
-		keys, ids = append(keys, k), append(ids, id)
-	}
+	keys, ids := newKeys(t, 5)
 	rec := func(round uint64) *incentives.Record {
 		return &incentives.Record{Version: incentives.RecordVersion, Round: round,
 			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}

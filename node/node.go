@@ -181,7 +181,7 @@ func New(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, fmt.Errorf("writing API address: %w", err)
 	}
 	log.Info("node started", "peer_id", n.host.ID().String(), "role", role,
-		"network", opts.Spec.NetworkID(), "run", opts.Spec.Run, "api", "http://"+n.api.Addr(),
+		"network", n.network, "run", opts.Spec.Run, "api", "http://"+n.api.Addr(),
 		"addrs", addrStrings(n.host.Addrs()))
 	return n, nil
 }
