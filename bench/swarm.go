@@ -13,6 +13,7 @@ import (
 
 	"github.com/lowband/lowband/configs"
 	"github.com/lowband/lowband/node"
+	"github.com/lowband/lowband/p2p"
 )
 
 // SwarmOptions configures `lowband bench swarm`.
@@ -128,7 +129,8 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 	if err != nil {
 		return nil, err
 	}
-	if err := awaitRounds(ctx, opt, nodes, start, logw); err != nil {
+	honest := func(i int) bool { return adversaryOf(opt, i) == "" }
+	if err := awaitRounds(ctx, opt, nodes, start, func() (p2p.WireSnapshot, int) { return links.sum(honest) }, logw); err != nil {
 		return nil, err
 	}
 	wall, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
@@ -136,7 +138,7 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps,
 		Batch: spec.Training.BatchSize, Transport: links.describe(), LinkCheck: check, CPUSeconds: cpu,
 		Aggregation: aggregationName(spec.Training.Aggregation),
-		Wire:        links.breakdown(func(i int) bool { return adversaryOf(opt, i) == "" }, opt.Rounds)}
+		Wire:        links.breakdown(honest, opt.Rounds)}
 	final := make([]swarmNode, len(nodes))
 	var verify float64
 	for i, n := range nodes {

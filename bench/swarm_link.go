@@ -51,18 +51,28 @@ func (l *swarmLinks) hook() func(*p2p.Config) error {
 // breakdown sums the wire breakdown of the training nodes for which honest(i) holds, per
 // node-round over rounds; nil on loopback.
 func (l *swarmLinks) breakdown(honest func(i int) bool, rounds int) *WireBreakdown {
-	if l.mem == nil || len(l.wire) < 2 {
+	sum, n := l.sum(honest)
+	if n == 0 {
 		return nil
 	}
+	return newWireBreakdown(sum, float64(n*rounds))
+}
+
+// sum adds up the wire counts of the training nodes for which honest(i) holds, and says
+// how many they were; none on loopback.
+func (l *swarmLinks) sum(honest func(i int) bool) (p2p.WireSnapshot, int) {
 	var sum p2p.WireSnapshot
 	n := 0
+	if l.mem == nil || len(l.wire) < 2 {
+		return sum, 0
+	}
 	for i, w := range l.wire[1:] {
 		if honest(i) {
 			sum.Add(w.Snapshot())
 			n++
 		}
 	}
-	return newWireBreakdown(sum, float64(n*rounds))
+	return sum, n
 }
 
 // describe names the transport for the result.

@@ -32,6 +32,12 @@ type SwarmResult struct {
 	// forwarding, fetches, DHT); WireBytesReceivedPerNodeRound what it received.
 	WireBytesPerNodeRound         float64 `json:"wire_bytes_per_node_round"`
 	WireBytesReceivedPerNodeRound float64 `json:"wire_bytes_received_per_node_round"`
+	// WireBytesPerNodeRoundFormed is WireBytesPerNodeRound over the rounds after round 0
+	// (absent with one round): what a node sends a round once the swarm has formed. Round
+	// 0 holds the forming (the DHT's joins and lookups, every attestation bundle) and,
+	// with the one-step delay, two rounds' contributions: a node publishes round 1's
+	// before round 0 closes.
+	WireBytesPerNodeRoundFormed float64 `json:"wire_bytes_per_node_round_formed,omitempty"`
 	// RingAllReduceBytesPerNodeRound is what a ring all-reduce of one dense fp32
 	// pseudo-gradient sends per node (and receives): 2(N−1)/N of it.
 	RingAllReduceBytesPerNodeRound float64 `json:"ring_allreduce_bytes_per_node_round"`
@@ -112,7 +118,7 @@ func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
 		}
 	}
 	nr := float64(len(honest) * res.Rounds)
-	var contrib, sent, recv, initial, final float64
+	var contrib, sent, recv, initial, final, formed float64
 	res.RootsAgree = true
 	var root, ledger string
 	for i, n := range honest {
@@ -121,6 +127,9 @@ func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
 		for _, r := range rs {
 			contrib += float64(r.ContributionBytes)
 			sent += float64(r.WireBytesSent)
+			if r.Round > 0 {
+				formed += float64(r.WireBytesSent)
+			}
 			recv += float64(r.WireBytesReceived)
 			stall += r.StallS
 		}
@@ -142,6 +151,9 @@ func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
 		res.DenseBytes = n.st.DenseBytesPerRound
 	}
 	res.ContributionBytesPerNodeRound, res.WireBytesPerNodeRound, res.WireBytesReceivedPerNodeRound = contrib/nr, sent/nr, recv/nr
+	if res.Rounds > 1 {
+		res.WireBytesPerNodeRoundFormed = formed / float64(len(honest)*(res.Rounds-1))
+	}
 	res.EvalLoss = LossPair{Initial: initial / float64(len(honest)), Final: final / float64(len(honest))}
 	res.RingAllReduceBytesPerNodeRound = 2 * float64(res.Nodes-1) / float64(res.Nodes) * float64(res.DenseBytes)
 	res.WallSeconds = wall

@@ -44,3 +44,29 @@ func TestSwarmAdversaryCounts(t *testing.T) {
 		t.Errorf("sign-flipper slashed by %d, aggregated %d times; want 0, 0", a.SlashedBy, a.Aggregated)
 	}
 }
+
+// TestSwarmWireAfterRoundZero: the wire figure after round 0 leaves out round 0 (the
+// forming) and counts the later rounds of every honest node; the figure of the whole run
+// counts them all.
+func TestSwarmWireAfterRoundZero(t *testing.T) {
+	sent := func(bytes ...int64) *node.TrainingStatus {
+		st := &node.TrainingStatus{}
+		for i, b := range bytes {
+			st.Rounds = append(st.Rounds, node.RoundStatus{Round: uint64(i), WireBytesSent: b})
+		}
+		return st
+	}
+	nodes := []swarmNode{
+		{peer: "a", st: sent(9000, 100, 300, 7)}, // round 3 is past the measured rounds
+		{peer: "b", st: sent(5000, 200, 400)},
+	}
+	res := &SwarmResult{Nodes: 2, Rounds: 3}
+	fillSwarm(res, nodes, 1)
+	if res.WireBytesPerNodeRound != 15000.0/6 || res.WireBytesPerNodeRoundFormed != 1000.0/4 {
+		t.Fatalf("wire %v, after round 0 %v; want %v and %v", res.WireBytesPerNodeRound, res.WireBytesPerNodeRoundFormed, 15000.0/6, 1000.0/4)
+	}
+	res = &SwarmResult{Nodes: 2, Rounds: 1}
+	if fillSwarm(res, nodes, 1); res.WireBytesPerNodeRoundFormed != 0 {
+		t.Fatalf("one round: after round 0 %v, want none", res.WireBytesPerNodeRoundFormed)
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lowband/lowband/configs"
@@ -110,10 +113,11 @@ func bootAddr(addrs []string, boot *node.Node) string {
 
 // awaitRounds waits until every honest node has closed and scored the first opt.Rounds
 // rounds, writing a line to logw as the honest nodes all close each round.
-func awaitRounds(ctx context.Context, opt SwarmOptions, nodes []*node.Node, start time.Time, logw io.Writer) error {
+func awaitRounds(ctx context.Context, opt SwarmOptions, nodes []*node.Node, start time.Time, wire wireSum, logw io.Writer) error {
 	t := time.NewTicker(swarmPoll)
 	defer t.Stop()
 	done := 0 // rounds every honest node has scored
+	var last p2p.WireSnapshot
 	for done < opt.Rounds {
 		select {
 		case <-ctx.Done():
@@ -125,6 +129,10 @@ func awaitRounds(ctx context.Context, opt SwarmOptions, nodes []*node.Node, star
 			r := rs[done]
 			fmt.Fprintf(logw, "round %d: held-out loss %.4f (mean of honest nodes), %d-%d included, %d state root(s), %s\n",
 				done, r.loss, r.minIncluded, r.maxIncluded, len(r.roots), time.Since(start).Round(time.Millisecond))
+			if now, n := wire(); n > 0 {
+				fmt.Fprintf(logw, "  sent per node since the last line: %s\n", wireLine(now, last, n))
+				last = now
+			}
 		}
 	}
 	return nil
@@ -218,4 +226,35 @@ func settleRoots(ctx context.Context, opt SwarmOptions, nodes []*node.Node, logw
 		fmt.Fprintf(logw, "not settled: the honest nodes still hold different state roots of the last after %s\n", time.Since(start).Round(time.Millisecond))
 		return
 	}
+}
+
+// wireSum adds up the honest nodes' wire counts and says how many nodes they were; 0 where
+// the hosts cannot see their streams' bytes (loopback).
+type wireSum func() (p2p.WireSnapshot, int)
+
+// wireLine is what the honest nodes sent between two sums, per node, in KB: the streams
+// by protocol, and gossip's largest parts.
+func wireLine(now, was p2p.WireSnapshot, n int) string {
+	kb := func(now, was map[string]int64, k string) float64 { return float64(now[k]-was[k]) / float64(n) / 1000 }
+	var b strings.Builder
+	var total float64
+	for _, k := range slices.Sorted(maps.Keys(now.Sent)) {
+		total += kb(now.Sent, was.Sent, k)
+	}
+	fmt.Fprintf(&b, "%.1f KB", total)
+	for _, k := range slices.Sorted(maps.Keys(now.Sent)) {
+		fmt.Fprintf(&b, ", %s %.1f", k, kb(now.Sent, was.Sent, k))
+	}
+	b.WriteString(" (gossip:")
+	for _, k := range slices.Sorted(maps.Keys(now.Gossip)) {
+		if v := kb(now.Gossip, was.Gossip, k); v >= 0.5 {
+			fmt.Fprintf(&b, " %s %.1f", k, v)
+		}
+	}
+	b.WriteString(")")
+	per := func(now, was map[string]int64, k string) float64 { return float64(now[k]-was[k]) / float64(n) }
+	for _, k := range slices.Sorted(maps.Keys(now.GossipMsgs)) {
+		fmt.Fprintf(&b, ", %s %.1f sent, %.1f duplicates", k, per(now.GossipMsgs, was.GossipMsgs, k), per(now.Duplicates, was.Duplicates, k))
+	}
+	return b.String()
 }

@@ -107,6 +107,7 @@ func writeSwarmTable(w io.Writer, r *bench.SwarmResult) error {
 		{"stall share (worst)", fmt.Sprintf("%.4f", r.StallShare)},
 		{"contribution B/node-round", fmt.Sprintf("%.0f", r.ContributionBytesPerNodeRound)},
 		{"wire sent B/node-round", fmt.Sprintf("%.0f", r.WireBytesPerNodeRound)},
+		{"wire sent B/node-round after round 0", fmt.Sprintf("%.0f", r.WireBytesPerNodeRoundFormed)},
 		{"ring all-reduce B/node-round", fmt.Sprintf("%.0f", r.RingAllReduceBytesPerNodeRound)},
 		{"verify share of CPU", fmt.Sprintf("%.4f", r.VerifyShare)},
 		{"peak RSS (process, per node)", fmt.Sprintf("%.1f MiB, %.1f MiB", float64(r.PeakRSSBytes)/(1<<20), float64(r.PeakRSSPerNodeBytes)/(1<<20))},
