@@ -251,6 +251,81 @@ func TestHeadLookTakesSignedDigests(t *testing.T) {
 	}
 }
 
+// TestHeadLookAsksAMajorityFirst: a node that knows its own record of its head round asks
+// first the fewest voters that could carry a majority, and the others only when those do
+// not all name that record at that round; what it takes decides the look as all the
+// answers would.
+func TestHeadLookAsksAMajorityFirst(t *testing.T) {
+	const network, run = "net", "run"
+	keys, ids := newKeys(t, 7)
+	led := stakeLedger(t, ids, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
+	rec := func(round uint64) *incentives.Record {
+		return &incentives.Record{Version: incentives.RecordVersion, Round: round,
+			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}
+	}
+	vote := func(key int, round uint64) []byte {
+		sr, err := incentives.SignRecord(keys[key], network, run, rec(round))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return digestOf(sr.Marshal())
+	}
+	d10 := incentives.RecordDigest(rec(10).Marshal())
+	look := func(own *[32]byte, round func(i int) uint64) (map[peer.ID][]byte, []headRef) {
+		fake := &digestAnswering{asked: map[peer.ID][]byte{}, digests: map[peer.ID][]byte{}}
+		for i, id := range ids {
+			fake.digests[id] = vote(i, round(i))
+		}
+		j := &joiner{
+			n:     &Node{log: slog.New(slog.DiscardHandler)},
+			fetch: &fetchClient{host: fake, proto: "fetch", maxShard: 1 << 20, timeout: time.Minute},
+			rep:   &replayer{network: network, run: run},
+			peers: slices.Clone(ids),
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*joinAskWait)
+		defer cancel()
+		heads := j.lookHeads(ctx, led, 10, own)
+		if !slices.Equal(j.peers, ids) {
+			t.Fatal("the joiner's peers changed")
+		}
+		return fake.asked, heads
+	}
+	decided := func(heads []headRef) bool {
+		h, ok := headOfPower(heads, led)
+		return ok && h == 10 && sameAsMost(refsAt(heads, 10), d10, led)
+	}
+	// All at round 10 with the node's record: four of seven equal voters decide it.
+	asked, heads := look(&d10, func(int) uint64 { return 10 })
+	if len(asked) != 4 || len(heads) != 4 || !decided(heads) {
+		t.Fatalf("%d peers asked, %d answers (decided: %v); want the first 4 of 7, deciding the look", len(asked), len(heads), decided(heads))
+	}
+	for _, id := range ids[:4] {
+		if len(asked[id]) != 1 {
+			t.Fatalf("peer %v asked %d times, want once (the first four by power)", id, len(asked[id]))
+		}
+	}
+	// Peers 3 to 5 a round ahead (one of the first four): the others are asked too, each
+	// once, and all the answers decide it.
+	asked, heads = look(&d10, func(i int) uint64 { return 10 + uint64(min(1, i/3%2)) })
+	if len(asked) != 7 || len(heads) != 7 || !decided(heads) {
+		t.Fatalf("one of the first four ahead: %d asked, %d answers (decided: %v); want all 7, deciding the look", len(asked), len(heads), decided(heads))
+	}
+	for id, kinds := range asked {
+		if len(kinds) != 1 {
+			t.Fatalf("peer %v asked %d times in one look", id, len(kinds))
+		}
+	}
+	// A node without its own record of the round asks everyone at once.
+	if asked, heads = look(nil, func(int) uint64 { return 10 }); len(asked) != 7 || len(heads) != 7 {
+		t.Fatalf("without the node's own record: %d asked, %d answers; want all 7", len(asked), len(heads))
+	}
+	// A majority of the first four at round 10 with another record is not the node's.
+	other := incentives.RecordDigest(rec(11).Marshal())
+	if asked, _ = look(&other, func(int) uint64 { return 10 }); len(asked) != 7 {
+		t.Fatalf("the first four naming another record: %d asked, want all 7", len(asked))
+	}
+}
+
 // TestReplayRefusesARecordThatDoesNotFollowBeforeFetching: a record whose previous root
 // is not the head of the state reached, or of another round, is refused before any of its
 // shards is asked for.
