@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -213,7 +214,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		ConnLow:           c.P2P.ConnLow,
 		ConnHigh:          c.P2P.ConnHigh,
 		ColocationPenalty: c.P2P.ColocationPenalty,
-		Topics:            p2p.Kinds,
+		Topics:            topicsOf(n.role),
 		PeerExchange:      n.role == configs.RoleBootstrap,
 		AutoNAT:           c.P2P.AutoNAT,
 		NATService:        c.P2P.NATService,
@@ -226,6 +227,20 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		Logger:            n.log,
 		Registerer:        reg,
 	}, nil
+}
+
+// topicsOf is the topics a node of the role joins: all of them on a node; on a bootstrap
+// node all but the shards. A bootstrap node's part in gossip is peer exchange, which any
+// topic carries (a prune names other peers of the topic, whom the pruned peer dials, and
+// with them it meets on every topic). Were it on the shards topic, every node's flood
+// publish would send it the node's contribution: one more copy of each contribution a
+// round (a sixteenth of the shard bytes in a swarm of 16), and an operator serving N
+// nodes would take in N contributions a round and forward them, for no one's training.
+func topicsOf(role string) []string {
+	if role == configs.RoleBootstrap {
+		return slices.DeleteFunc(slices.Clone(p2p.Kinds), func(k string) bool { return k == p2p.KindShards })
+	}
+	return p2p.Kinds
 }
 
 // relayLimits are the relay service's limits from config, nil with the service off.

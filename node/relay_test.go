@@ -34,6 +34,12 @@ func TestBootstrapDropsJunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer boot.Close()
+	// A bootstrap node relays every topic but the shards: peer exchange needs one topic,
+	// and on the shards topic every node's flood publish would send it each contribution.
+	shards, records := p2p.TopicName(s.NetworkID(), s.Run, p2p.KindShards), p2p.TopicName(s.NetworkID(), s.Run, p2p.KindRecords)
+	if ts := boot.host.Topics(); slices.Contains(ts, shards) || !slices.Contains(ts, records) || len(ts) != len(p2p.Kinds)-1 {
+		t.Fatalf("a bootstrap node joined %v, want every topic but %s", ts, shards)
+	}
 	// Two DHT clients that stop looking for peers once they hold one: they reach each
 	// other only through the bootstrap node.
 	var hosts [2]*p2p.Host

@@ -71,6 +71,10 @@ func Gossip(run *Running) []Result {
 	mesh := metricValues(run.Metrics, p2p.MetricMeshPeers)
 	var out []Result
 	for _, kind := range p2p.Kinds {
+		if kind == p2p.KindShards && run.Status.Role == configs.RoleBootstrap {
+			out = append(out, ok("gossip "+kind, "not joined: a bootstrap node does not take the nodes' contributions"))
+			continue
+		}
 		out = append(out, gossipKind(kind, topicPeers, mesh))
 	}
 	return out
@@ -103,6 +107,10 @@ func Reachability(c *configs.Config, run *Running) Result {
 	}
 	if run == nil {
 		return skip(check, "not checked: no node is running")
+	}
+	if c.Role == configs.RoleBootstrap && (!c.P2P.RelayService || c.P2P.Reachability != "public") {
+		return warn(check, "a bootstrap node without its relay service running: nodes behind NAT that cannot dial one another have no way to exchange their contributions (a bootstrap node relays gossip but the shards)",
+			`set p2p.relay_service = true and p2p.reachability = "public" (what lowband init --profile bootstrap writes)`)
 	}
 	switch c.P2P.Reachability {
 	case "public":

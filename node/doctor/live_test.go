@@ -64,6 +64,14 @@ func TestGossip(t *testing.T) {
 	want(t, "no metrics", Gossip(running(st, ""))[0], Skip, "does not report")
 	want(t, "no topics", Gossip(running(node.Status{}, ""))[0], Warn, "joined no topic")
 	want(t, "not running", Gossip(nil)[0], Skip, "no node is running")
+	boot := Gossip(running(node.Status{Role: configs.RoleBootstrap, Topics: []string{"a", "b", "c"}}, metricsText))
+	for _, r := range boot {
+		if r.Check == "gossip shards" {
+			want(t, "bootstrap, shards", r, OK, "not joined", "bootstrap node")
+		} else if r.Check == "gossip attest" {
+			want(t, "bootstrap, attest", r, OK, "3 peers in the mesh")
+		}
+	}
 }
 
 func TestReachability(t *testing.T) {
@@ -82,6 +90,15 @@ func TestReachability(t *testing.T) {
 	want(t, "forced private", Reachability(forced, at("0")), Warn, "private", "p2p.reachability")
 	local := &configs.Config{P2P: configs.P2PConfig{Listen: []string{"/ip4/127.0.0.1/tcp/0"}}}
 	want(t, "loopback", Reachability(local, at("2")), Skip, "loopback only")
+	boot, err := configs.Default(configs.ProfileBootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, "bootstrap as init writes it", Reachability(boot, at("0")), OK, "public")
+	boot.P2P.Reachability = ""
+	want(t, "bootstrap, AutoNAT decides", Reachability(boot, at("1")), Warn, "without its relay service running", "p2p.reachability")
+	boot.P2P.Reachability, boot.P2P.RelayService = "public", false
+	want(t, "bootstrap, no relay service", Reachability(boot, at("1")), Warn, "without its relay service running", "p2p.relay_service")
 }
 
 func TestMetricValuesReadsOnlyTheNamedMetric(t *testing.T) {
