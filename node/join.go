@@ -78,6 +78,10 @@ type joiner struct {
 	// own serves the node's own committed records (ownCommitted); nil: none (a node
 	// that committed no round asks in plain).
 	own roundServer
+	// notHeld are the peers that answered an ask of askAll's that they hold no such
+	// object (for a committed record: they closed no round), from all asks since it was
+	// last cleared; nil until one does.
+	notHeld map[peer.ID]bool
 }
 
 // joined is what a join found: the checkpoint it starts from (nil: genesis), the rounds
@@ -117,7 +121,13 @@ func (j *joiner) askAll(ctx context.Context, peers []peer.ID, r fetchRequest) (m
 			defer mu.Unlock()
 			if err != nil {
 				j.n.log.Debug("joining: no answer", "peer", p.ShortString(), "kind", r.kind, "err", err)
-				if !errors.Is(err, errNotHeld) && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				switch {
+				case errors.Is(err, errNotHeld):
+					if j.notHeld == nil {
+						j.notHeld = map[peer.ID]bool{}
+					}
+					j.notHeld[p] = true
+				case !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 					refused = append(refused, p)
 				}
 				return
@@ -507,17 +517,19 @@ var _ roundSource = memRound{}
 // (start at genesis) when no such majority has a head once wait has passed, or at once
 // when no staked peer has one and enough says the peers asked are enough to know it: heads of a
 // minority (nodes that started early and closed rounds alone) are no canonical history,
-// and a majority starting at genesis outvotes them, so they repair onto its rounds.
-func (j *joiner) wantRounds(ctx context.Context, enough func(asked []peer.ID) bool, wait time.Duration) (uint64, bool) {
+// and a majority starting at genesis outvotes them, so they repair onto its rounds. enough
+// gets the peers asked and those that answered that they closed no round.
+func (j *joiner) wantRounds(ctx context.Context, enough func(asked, none []peer.ID) bool, wait time.Duration) (uint64, bool) {
 	until := time.Now().Add(wait)
 	for ctx.Err() == nil {
 		j.peers = j.askable(j.trust)
+		j.notHeld = nil
 		heads := j.committed(ctx, headRound)
 		if h, ok := headOfPower(refsOf(heads), j.trust); ok {
 			return h, true
 		}
 		heads = slices.DeleteFunc(heads, func(h peerHead) bool { return j.trust.Power(h.from.String()) == 0 })
-		if len(heads) == 0 && enough(j.peers) {
+		if len(heads) == 0 && enough(j.peers, slices.Collect(maps.Keys(j.notHeld))) {
 			return 0, false
 		}
 		if time.Now().After(until) {

@@ -129,6 +129,26 @@ func (j *joiner) shard(ctx context.Context, r uint64, owner string, count int, c
 	return store.Shard{}, fmt.Errorf("no peer sent the shard %x of %s", cid[:min(8, len(cid))], owner)
 }
 
+// noneMajority reports whether the peers that answered that they closed no round (none)
+// carry more than half of the genesis ledger's voting power. Then every majority has a
+// voter among them, so no majority closed a round: the node starts at genesis without
+// waiting to ask every genesis peer (a node of a large swarm is connected to a few dozen
+// of them, and waited its whole wait). Peers that did not answer count for nothing, nor
+// does the node itself (a staker whose store was lost may have voted). Heads of a
+// minority among those not asked are no canonical history: the majority starting at
+// genesis outvotes them, and they repair onto its rounds.
+func noneMajority(genesis *incentives.State, none []peer.ID) bool {
+	var w uint64
+	seen := map[peer.ID]bool{}
+	for _, p := range none {
+		if !seen[p] {
+			seen[p] = true
+			w += genesis.Power(p.String())
+		}
+	}
+	return 2*w > genesis.TotalPower()
+}
+
 // joinRun brings the node into the run when its store is at genesis and its peers are
 // past it (joiner): it waits for their heads as the loop waits for the genesis peers,
 // joins, and on a failure tries again until ctx ends. Called by Run before the loop.
@@ -154,7 +174,8 @@ func (n *Node) joinRun(ctx context.Context) error {
 		all := func(asked []peer.ID) bool {
 			return !slices.ContainsFunc(genesis, func(p peer.ID) bool { return !slices.Contains(asked, p) })
 		}
-		h, past := j.wantRounds(ctx, all, wait)
+		enough := func(asked, none []peer.ID) bool { return all(asked) || noneMajority(j.trust, none) }
+		h, past := j.wantRounds(ctx, enough, wait)
 		if !past {
 			n.log.Info("no peer reports a closed round: starting at genesis", "peers_asked", len(j.peers), "every_genesis_peer", all(j.peers))
 			return nil

@@ -46,9 +46,9 @@ type loopDeps struct {
 	// view tells the validators the core's view after each event (nil: nobody).
 	view func(core.View)
 	// ready reports whether every genesis peer is there to train with (on the shards
-	// topic). The first local work waits for it, at most startWait, so that round 0 starts
-	// together (nil: start at once).
-	ready func() bool
+	// topic, or found advertised). The first local work waits for it, at most startWait,
+	// so that round 0 starts together (nil: start at once).
+	ready func(ctx context.Context) bool
 	// absent names the genesis peers missing, for the log; nil: not known.
 	absent func() []string
 }
@@ -184,12 +184,12 @@ func (l *loop) next(ctx context.Context, t ticker) (core.Ready, error) {
 // waitForPeers waits, tick by tick, until every genesis peer is there or startWait has
 // passed. Evaluations are reported meanwhile; the inbox waits.
 func (l *loop) waitForPeers(ctx context.Context, t ticker) {
-	if l.deps.ready == nil || l.deps.ready() {
+	if l.deps.ready == nil || l.deps.ready(ctx) {
 		return
 	}
 	l.log.Info("waiting for the genesis peers", "at_most", l.startWait)
 	until := l.clk.Now().Add(l.startWait)
-	for !l.deps.ready() {
+	for !l.deps.ready(ctx) {
 		select {
 		case <-ctx.Done():
 			return

@@ -60,6 +60,8 @@ type Node struct {
 	log     *slog.Logger
 	host    *p2p.Host
 	wire    *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
+	// genesisLook runs the rendezvous lookups of round 0's wait for the genesis peers.
+	genesisLook oneLook
 	// plainCommitted holds the peers that refused fetchCommittedSame but answered in plain
 	// (builds from before it), each until when it is asked for committed records in plain
 	// (askCommitted).

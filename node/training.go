@@ -182,7 +182,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		repair:  func(rp *core.Repair) error { return n.repairRounds(rp, key) },
 		publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
-		ready:  func() bool { return n.genesisPresent(p.Genesis, id) },
+		ready:  func(ctx context.Context) bool { return n.genesisPresent(ctx, p.Genesis, id) },
 		absent: func() []string { return n.genesisAbsent(p.Genesis, id) },
 	}
 	g := gauges{
@@ -204,24 +204,88 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	return n.startAdversary(key)
 }
 
-// genesisPresent reports whether every genesis peer but self is on the shards topic.
-func (n *Node) genesisPresent(g incentives.Genesis, self peer.ID) bool {
-	return len(n.genesisAbsent(g, self)) == 0
+// genesisPresent reports whether every genesis peer but self is there (genesisAbsent).
+// While some are not, it looks the rendezvous up for them, at most every genesisLookEvery,
+// off the caller's goroutine.
+func (n *Node) genesisPresent(ctx context.Context, g incentives.Genesis, self peer.ID) bool {
+	if len(n.genesisAbsent(g, self)) == 0 {
+		return true
+	}
+	n.genesisLook.start(ctx, func(ctx context.Context) { _, _ = n.host.LookupRendezvous(ctx) })
+	return false
 }
 
-// genesisAbsent lists the genesis peers but self that are not on the shards topic, each
-// with whether this node is connected to it (gossipsub can miss a connected peer's
-// subscription).
+// genesisAbsent lists the genesis peers but self that are not there, each with whether
+// this node is connected to it (gossipsub can miss a connected peer's subscription); when
+// fewer than genesisTopicPeers of them are on the shards topic, it lists that first. A peer
+// is there when it is on the shards topic or a rendezvous lookup found it advertised: the
+// topic lists only the node's own neighbours (a node of a swarm of 100 is connected to a
+// few dozen), so with the topic alone round 0 waited its whole start wait past about 25
+// genesis peers, while the rendezvous lists the whole swarm. The node's own neighbours on
+// the topic still have to be there, so that its first shards do not go to an empty mesh.
 func (n *Node) genesisAbsent(g incentives.Genesis, self peer.ID) []string {
-	present, connected := n.host.TopicPeers(p2p.KindShards), n.host.ConnectedPeers()
+	return absentOf(g, self, n.host.TopicPeers(p2p.KindShards), n.host.ConnectedPeers(), n.host.FoundAdvertised)
+}
+
+// genesisTopicPeers is how many genesis peers (or all of them, when fewer) round 0 wants
+// on the shards topic, whatever the rendezvous says: gossipsub's D_lo, below which its
+// mesh is short.
+var genesisTopicPeers = p2p.MeshDegreeLow
+
+// absentOf is genesisAbsent on its inputs: the peers of the shards topic, the connected
+// ones, and whether a peer was found advertised.
+func absentOf(g incentives.Genesis, self peer.ID, present, connected []peer.ID, found func(peer.ID) bool) []string {
 	var out []string
+	others, on := 0, 0
 	for _, st := range g.Stakes {
 		id, err := peer.Decode(st.Peer)
-		if err == nil && id != self && !slices.Contains(present, id) {
+		if err != nil || id == self {
+			continue
+		}
+		others++
+		switch {
+		case slices.Contains(present, id):
+			on++
+		case !found(id):
 			out = append(out, fmt.Sprintf("%s(connected=%v)", id.ShortString(), slices.Contains(connected, id)))
 		}
 	}
+	if want := min(others, genesisTopicPeers); on < want {
+		out = append([]string{fmt.Sprintf("%d of the %d genesis peers wanted on the shards topic", want-on, want)}, out...)
+	}
 	return out
+}
+
+// genesisLookEvery is how often a node waiting for the genesis peers looks the rendezvous
+// up: each lookup costs the DHT nodes nearest the rendezvous key a reply listing every
+// advertised peer, and the wait lasts at most deadline_max.
+const genesisLookEvery = 10 * time.Second
+
+// oneLook runs a function off the caller's goroutine, one at a time, at most once per
+// genesisLookEvery. Safe for concurrent use.
+type oneLook struct {
+	mu   sync.Mutex
+	last time.Time
+	busy bool
+}
+
+// start runs f(ctx) on a goroutine of its own, bounded by genesisLookEvery, unless one
+// runs or the last began less than genesisLookEvery ago.
+func (o *oneLook) start(ctx context.Context, f func(context.Context)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.busy || time.Since(o.last) < genesisLookEvery {
+		return
+	}
+	o.busy, o.last = true, time.Now()
+	go func() {
+		c, cancel := context.WithTimeout(ctx, genesisLookEvery)
+		defer cancel()
+		f(c)
+		o.mu.Lock()
+		o.busy = false
+		o.mu.Unlock()
+	}()
 }
 
 // serveFetch answers the fetch protocol from the bundle registry and the content store.

@@ -190,6 +190,7 @@ func (h *Host) findOnce() (found, fresh, connected int) {
 	var peers []peer.AddrInfo
 	for ai := range ch {
 		peers = append(peers, ai)
+		h.found.add(ai.ID)
 	}
 	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
 	var (
@@ -230,9 +231,44 @@ func (h *Host) LookupRendezvous(ctx context.Context) ([]peer.AddrInfo, error) {
 	var out []peer.AddrInfo
 	for ai := range ch {
 		out = append(out, ai)
+		h.found.add(ai.ID)
 	}
 	slices.SortFunc(out, func(a, b peer.AddrInfo) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	return out, nil
+}
+
+// FoundAdvertised reports whether a rendezvous lookup of this host (its own, or
+// LookupRendezvous) found p among the run's advertised peers. A DHT node keeps a provider
+// record only from the provider itself, so a peer found was up and advertised, at some
+// time within the records' validity; unlike the topics' peers, which are the host's own
+// neighbours, the rendezvous lists the whole swarm.
+func (h *Host) FoundAdvertised(p peer.ID) bool { return h.found.has(p) }
+
+// foundMax bounds the peers foundPeers remembers: past it, no more are added.
+const foundMax = 1 << 16
+
+// foundPeers is a set of peer IDs, at most foundMax. Safe for concurrent use.
+type foundPeers struct {
+	mu  sync.Mutex
+	ids map[peer.ID]struct{}
+}
+
+func (f *foundPeers) add(p peer.ID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = map[peer.ID]struct{}{}
+	}
+	if len(f.ids) < foundMax {
+		f.ids[p] = struct{}{}
+	}
+}
+
+func (f *foundPeers) has(p peer.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.ids[p]
+	return ok
 }
 
 // wantPeer reports whether a found peer is worth dialing.

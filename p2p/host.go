@@ -41,6 +41,7 @@ type Host struct {
 	scores   scoreBoard    // gossipsub's latest score of each connected peer
 
 	advertised   atomic.Int64  // when the first advertisement landed, Unix ns; 0: not yet
+	found        foundPeers    // the peers rendezvous lookups found advertised
 	failedRounds atomic.Int64  // bootstrap rounds in which no peer answered
 	dhtServed    atomic.Int64  // DHT requests this host answered
 	staleClosed  atomic.Uint64 // connections closed by watchStaleConns
