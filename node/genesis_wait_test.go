@@ -12,40 +12,58 @@ import (
 	"github.com/lowband/lowband/incentives"
 )
 
-// TestGenesisPeerThereByTopicOrRendezvous: round 0 waits for the genesis peers that are
-// neither on the shards topic nor found advertised in the rendezvous, and for the node's
-// own neighbours: at least D_lo genesis peers (all of them, when fewer) on the topic. Self
-// never counts; the log line says whether an absent peer is connected.
-func TestGenesisPeerThereByTopicOrRendezvous(t *testing.T) {
-	ids := newPeerIDs(t, 9)
+// TestGenesisWaitEndsOnAConnectedMajority: round 0 waits until the node has D_lo peers on
+// the shards topic (or as many as the other genesis peers, when fewer), the genesis peers
+// it is connected to or has on the topic carry with it more than half of the stake, and
+// every other genesis peer is at least found advertised in the rendezvous (which is no
+// proof: it stands only for a minority).
+func TestGenesisWaitEndsOnAConnectedMajority(t *testing.T) {
+	ids := newPeerIDs(t, 14)
+	g9 := ids[:9]
+	led := stakeLedger(t, g9, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000) // 9000
 	var g incentives.Genesis
-	for _, id := range ids {
+	for _, id := range g9 {
 		g.Stakes = append(g.Stakes, incentives.Stake{Peer: id.String(), Amount: 1000})
 	}
 	found := func(ps ...peer.ID) func(peer.ID) bool {
 		return func(p peer.ID) bool { return slices.Contains(ps, p) }
 	}
-	self, others := ids[0], ids[1:]
-	onTopic := others[:genesisTopicPeers]
-	absent := absentOf(g, self, onTopic, []peer.ID{others[7]}, found(others[genesisTopicPeers:7]...))
-	if len(absent) != 1 || !strings.HasPrefix(absent[0], others[7].ShortString()) || !strings.Contains(absent[0], "connected=true") {
-		t.Fatalf("absent %v, want only %s, connected", absent, others[7].ShortString())
+	self, others, outsiders := ids[0], ids[1:9], ids[9:14]
+	wait := func(topic, connected []peer.ID, f func(peer.ID) bool) ([]string, int) {
+		return absentOf(g, led, self, topic, connected, f)
 	}
-	if absent = absentOf(g, self, onTopic, nil, found(others...)); len(absent) != 0 {
-		t.Fatalf("D_lo on the topic, the others found advertised: absent %v, want none", absent)
+	// Four others on the topic (any peers count: an outsider too), with self 5000 of 9000;
+	// the other four found: no wait.
+	topic := append(slices.Clone(others[:4]), outsiders[0])
+	if absent, unfound := wait(topic, nil, found(others[4:]...)); len(absent) != 0 || unfound != 0 {
+		t.Fatalf("a majority on the topic, the rest found: absent %v (%d unfound), want none", absent, unfound)
 	}
-	if absent = absentOf(g, self, onTopic[1:], nil, found(others...)); len(absent) != 1 || !strings.Contains(absent[0], "1 of the 5") {
-		t.Fatalf("every peer found but one too few on the topic: absent %v, want the topic short by 1 of %d", absent, genesisTopicPeers)
+	// Connected counts as there, like the topic.
+	if absent, _ := wait(outsiders, others[:4], found(others[4:]...)); len(absent) != 0 {
+		t.Fatalf("a majority connected, not on the topic, the rest found: absent %v, want none", absent)
 	}
-	if absent = absentOf(g, self, nil, nil, found()); len(absent) != 9 {
-		t.Fatalf("no topic peer, none found: absent %v, want the topic short and the 8 others (self never)", absent)
+	// One other neither connected nor found: it is named, and counted for a lookup.
+	absent, unfound := wait(topic, nil, found(others[4:7]...))
+	if len(absent) != 1 || absent[0] != others[7].ShortString() || unfound != 1 {
+		t.Fatalf("absent %v (%d unfound), want only %s", absent, unfound, others[7].ShortString())
 	}
-	// Fewer genesis peers than D_lo: all of them on the topic, and nothing else wanted.
+	// Every other found but a minority there: found is no proof, so the node waits.
+	absent, unfound = wait(append(slices.Clone(others[:3]), outsiders[:2]...), nil, found(others...))
+	if len(absent) != 1 || !strings.Contains(absent[0], "4000 of 9000") || unfound != 0 {
+		t.Fatalf("every peer found, 4000 of 9000 there: absent %v (%d unfound), want the stake short", absent, unfound)
+	}
+	// A majority there and every other found, but the topic short of D_lo.
+	absent, _ = wait(others[:genesisTopicPeers-1], others[:4], found(others...))
+	if len(absent) != 1 || !strings.Contains(absent[0], "peers wanted on the shards topic") {
+		t.Fatalf("topic short: absent %v, want the topic named", absent)
+	}
+	// Fewer other genesis peers than D_lo: all of them on the topic and nothing else.
 	small := incentives.Genesis{Stakes: g.Stakes[:3]}
-	if absent = absentOf(small, self, ids[1:3], nil, found()); len(absent) != 0 {
+	led3 := stakeLedger(t, ids[:3], 1000, 1000, 1000)
+	if absent, _ := absentOf(small, led3, self, ids[1:3], nil, found()); len(absent) != 0 {
 		t.Fatalf("both other genesis peers on the topic: absent %v, want none", absent)
 	}
-	if absent = absentOf(small, self, ids[1:2], nil, found(ids[2])); len(absent) != 1 {
+	if absent, _ := absentOf(small, led3, self, ids[1:2], nil, found(ids[2])); len(absent) != 1 {
 		t.Fatalf("of two other genesis peers one on the topic, one found: absent %v, want the topic short", absent)
 	}
 }

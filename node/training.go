@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -183,7 +184,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		publish: publish, attest: att.attest,
 		fetch: n.fetchWants, view: n.checks.setView,
 		ready:  func(ctx context.Context) bool { return n.genesisPresent(ctx, p.Genesis, id) },
-		absent: func() []string { return n.genesisAbsent(p.Genesis, id) },
+		absent: func() []string { a, _ := n.genesisAbsent(p.Genesis, id); return a },
 	}
 	g := gauges{
 		bandwidth: func() (int64, int64) { return n.host.Bandwidth() },
@@ -204,39 +205,45 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	return n.startAdversary(key)
 }
 
-// genesisPresent reports whether every genesis peer but self is there (genesisAbsent).
-// While some are not, it looks the rendezvous up for them, at most every genesisLookEvery,
-// off the caller's goroutine.
+// genesisPresent reports whether round 0 need wait no longer for the genesis peers
+// (genesisAbsent). While some are neither connected nor found advertised, it looks the
+// rendezvous up for them, at most about every genesisLookEvery, off the caller's goroutine.
 func (n *Node) genesisPresent(ctx context.Context, g incentives.Genesis, self peer.ID) bool {
-	if len(n.genesisAbsent(g, self)) == 0 {
-		return true
+	absent, unfound := n.genesisAbsent(g, self)
+	if unfound > 0 {
+		n.genesisLook.start(ctx, func(ctx context.Context) { _, _ = n.host.LookupRendezvous(ctx) })
 	}
-	n.genesisLook.start(ctx, func(ctx context.Context) { _, _ = n.host.LookupRendezvous(ctx) })
-	return false
+	return len(absent) == 0
 }
 
-// genesisAbsent lists the genesis peers but self that are not there, each with whether
-// this node is connected to it (gossipsub can miss a connected peer's subscription); when
-// fewer than genesisTopicPeers of them are on the shards topic, it lists that first. A peer
-// is there when it is on the shards topic or a rendezvous lookup found it advertised: the
-// topic lists only the node's own neighbours (a node of a swarm of 100 is connected to a
-// few dozen), so with the topic alone round 0 waited its whole start wait past about 25
-// genesis peers, while the rendezvous lists the whole swarm. The node's own neighbours on
-// the topic still have to be there, so that its first shards do not go to an empty mesh.
-func (n *Node) genesisAbsent(g incentives.Genesis, self peer.ID) []string {
-	return absentOf(g, self, n.host.TopicPeers(p2p.KindShards), n.host.ConnectedPeers(), n.host.FoundAdvertised)
+// genesisAbsent says why round 0 still waits for the genesis peers (nothing: it need not),
+// and how many of them are neither connected nor found advertised (absentOf).
+func (n *Node) genesisAbsent(g incentives.Genesis, self peer.ID) ([]string, int) {
+	return absentOf(g, n.ledger.state.Load(), self, n.host.TopicPeers(p2p.KindShards), n.host.ConnectedPeers(), n.host.FoundAdvertised)
 }
 
-// genesisTopicPeers is how many genesis peers (or all of them, when fewer) round 0 wants
-// on the shards topic, whatever the rendezvous says: gossipsub's D_lo, below which its
-// mesh is short.
+// genesisTopicPeers is how many peers (or as many as there are other genesis peers, when
+// fewer) round 0 wants on the shards topic: gossipsub's D_lo, below which its mesh is short.
 var genesisTopicPeers = p2p.MeshDegreeLow
 
-// absentOf is genesisAbsent on its inputs: the peers of the shards topic, the connected
-// ones, and whether a peer was found advertised.
-func absentOf(g incentives.Genesis, self peer.ID, present, connected []peer.ID, found func(peer.ID) bool) []string {
+// absentOf says why round 0 still waits (nothing: it need not), from the peers of the
+// shards topic, the connected ones, whether a peer was found advertised in the rendezvous,
+// and the genesis ledger led. Round 0 starts once
+//   - the node has genesisTopicPeers peers on the shards topic (its first shards do not go
+//     to an empty mesh),
+//   - the genesis peers it is connected to or has on the topic, with itself, carry more
+//     than half of the genesis stake: a handshake proves a peer is up, and
+//   - every other genesis peer is at least found advertised.
+//
+// The rendezvous lists the whole swarm, while the node's connections are a few dozen in a
+// swarm of 100: with the topic alone, round 0 waited its whole start wait past about 25
+// genesis peers. But a DHT node's reply can list any ID, and a provider record lives two
+// days: found is no proof, so it stands only for a minority. It returns, too, how many
+// genesis peers are neither connected nor found (a lookup may find them).
+func absentOf(g incentives.Genesis, led *incentives.State, self peer.ID, topic, connected []peer.ID, found func(peer.ID) bool) ([]string, int) {
 	var out []string
-	others, on := 0, 0
+	others := 0
+	w := led.Power(self.String())
 	for _, st := range g.Stakes {
 		id, err := peer.Decode(st.Peer)
 		if err != nil || id == self {
@@ -244,40 +251,49 @@ func absentOf(g incentives.Genesis, self peer.ID, present, connected []peer.ID, 
 		}
 		others++
 		switch {
-		case slices.Contains(present, id):
-			on++
+		case slices.Contains(topic, id) || slices.Contains(connected, id):
+			w += led.Power(id.String())
 		case !found(id):
-			out = append(out, fmt.Sprintf("%s(connected=%v)", id.ShortString(), slices.Contains(connected, id)))
+			out = append(out, id.ShortString())
 		}
 	}
-	if want := min(others, genesisTopicPeers); on < want {
-		out = append([]string{fmt.Sprintf("%d of the %d genesis peers wanted on the shards topic", want-on, want)}, out...)
+	unfound := len(out)
+	var why []string
+	if want := min(others, genesisTopicPeers); len(topic) < want {
+		why = append(why, fmt.Sprintf("%d of %d peers wanted on the shards topic", len(topic), want))
 	}
-	return out
+	if 2*w <= led.TotalPower() {
+		why = append(why, fmt.Sprintf("the genesis peers connected carry %d of %d of the stake, more than half wanted", w, led.TotalPower()))
+	}
+	return append(why, out...), unfound
 }
 
-// genesisLookEvery is how often a node waiting for the genesis peers looks the rendezvous
-// up: each lookup costs the DHT nodes nearest the rendezvous key a reply listing every
-// advertised peer, and the wait lasts at most deadline_max.
+// genesisLookEvery is about how often a node waiting for the genesis peers looks the
+// rendezvous up (each wait drawn from half to one and a half times it, so that a swarm
+// started at once does not look up in step): each lookup costs the DHT nodes nearest the
+// rendezvous key a reply listing every advertised peer, and the wait lasts at most
+// deadline_max.
 const genesisLookEvery = 10 * time.Second
 
-// oneLook runs a function off the caller's goroutine, one at a time, at most once per
-// genesisLookEvery. Safe for concurrent use.
+// oneLook runs a function off the caller's goroutine, one at a time, at most about once
+// per genesisLookEvery. Safe for concurrent use.
 type oneLook struct {
 	mu   sync.Mutex
-	last time.Time
+	next time.Time // the earliest start of the next run
 	busy bool
 }
 
 // start runs f(ctx) on a goroutine of its own, bounded by genesisLookEvery, unless one
-// runs or the last began less than genesisLookEvery ago.
+// runs or its time has not come.
 func (o *oneLook) start(ctx context.Context, f func(context.Context)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.busy || time.Since(o.last) < genesisLookEvery {
+	now := time.Now()
+	if o.busy || now.Before(o.next) {
 		return
 	}
-	o.busy, o.last = true, time.Now()
+	o.busy = true
+	o.next = now.Add(genesisLookEvery/2 + rand.N(genesisLookEvery))
 	go func() {
 		c, cancel := context.WithTimeout(ctx, genesisLookEvery)
 		defer cancel()

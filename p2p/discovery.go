@@ -238,10 +238,10 @@ func (h *Host) LookupRendezvous(ctx context.Context) ([]peer.AddrInfo, error) {
 }
 
 // FoundAdvertised reports whether a rendezvous lookup of this host (its own, or
-// LookupRendezvous) found p among the run's advertised peers. A DHT node keeps a provider
-// record only from the provider itself, so a peer found was up and advertised, at some
-// time within the records' validity; unlike the topics' peers, which are the host's own
-// neighbours, the rendezvous lists the whole swarm.
+// LookupRendezvous) found p among the run's advertised peers. Unlike the topics' peers,
+// which are the host's own neighbours, the rendezvous lists the whole swarm; but it is no
+// proof that p is up: a DHT node takes a provider record only from the provider itself,
+// yet its reply to a lookup may list any ID, and a record lives two days.
 func (h *Host) FoundAdvertised(p peer.ID) bool { return h.found.has(p) }
 
 // foundMax bounds the peers foundPeers remembers: past it, no more are added.
