@@ -133,6 +133,13 @@ func (a *digestAnswering) Request(_ context.Context, to peer.ID, _ string, req [
 	return a.digests[to], nil
 }
 
+// headRecord is a record of the round for the head look's tests, its new root the round's
+// number.
+func headRecord(round uint64) *incentives.Record {
+	return &incentives.Record{Version: incentives.RecordVersion, Round: round,
+		PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}
+}
+
 // TestHeadLookTakesSignedDigests: the head watch asks the voters for the digests of the
 // records they committed (a vote for a round closed as usual, a committed record for a
 // repaired one), each checked against its sender's signature under its version's domain,
@@ -143,10 +150,7 @@ func (a *digestAnswering) Request(_ context.Context, to peer.ID, _ string, req [
 func TestHeadLookTakesSignedDigests(t *testing.T) {
 	const network, run = "net", "run"
 	keys, ids := newKeys(t, 5)
-	rec := func(round uint64) *incentives.Record {
-		return &incentives.Record{Version: incentives.RecordVersion, Round: round,
-			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}
-	}
+	rec := headRecord
 	committed := func(key int, round uint64) []byte {
 		sr, err := incentives.SignCommitted(keys[key], network, run, rec(round))
 		if err != nil {
@@ -259,10 +263,7 @@ func TestHeadLookAsksAMajorityFirst(t *testing.T) {
 	const network, run = "net", "run"
 	keys, ids := newKeys(t, 7)
 	led := stakeLedger(t, ids, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
-	rec := func(round uint64) *incentives.Record {
-		return &incentives.Record{Version: incentives.RecordVersion, Round: round,
-			PrevRoot: bytes.Repeat([]byte{1}, 32), NewRoot: bytes.Repeat([]byte{byte(round)}, 32)}
-	}
+	rec := headRecord
 	vote := func(key int, round uint64) []byte {
 		sr, err := incentives.SignRecord(keys[key], network, run, rec(round))
 		if err != nil {
