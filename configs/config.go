@@ -51,6 +51,10 @@ type Config struct {
 	Training TrainingConfig `toml:"training"`
 }
 
+// maxForwardHoldMS bounds p2p.forward_hold_ms: a forward that a peer needs waits the
+// hold at every hop, and rounds close on deadlines of seconds.
+const maxForwardHoldMS = 10_000
+
 // P2PConfig is the libp2p host's settings.
 type P2PConfig struct {
 	Listen    []string `toml:"listen" comment:"multiaddrs to listen on (TCP and QUIC)"`
@@ -65,6 +69,10 @@ type P2PConfig struct {
 	// PublicOnly announces and keeps in the DHT only addresses others can dial over the
 	// internet. On for the public and bootstrap profiles; off on a LAN or loopback.
 	PublicOnly bool `toml:"public_only" comment:"announce and keep in the DHT only public addresses: no loopback, private or link-local ones (announce addresses are kept as given); off for a LAN"`
+	// ForwardHoldMS is the longest a gossip message from a peer waits, once checked,
+	// before it is forwarded to the mesh peers that have not shown they hold it (p2p's
+	// ForwardHold): 0 is the default (2 s), negative none, at most maxForwardHoldMS.
+	ForwardHoldMS int `toml:"forward_hold_ms" comment:"longest wait, in ms, before forwarding a checked gossip message to mesh peers that have not shown they hold it (0: 2000; negative: forward at once; spares duplicates where the publisher reached most peers)"`
 
 	NATConfig // getting through NAT, and relaying for others (config_nat.go)
 }
@@ -175,6 +183,9 @@ func (p *P2PConfig) validate() error {
 	}
 	if p.ConnLow <= 0 || p.ConnHigh < p.ConnLow {
 		return &KeyError{Key: "conn_high", Err: fmt.Errorf("want 0 < conn_low (%d) <= conn_high (%d)", p.ConnLow, p.ConnHigh)}
+	}
+	if p.ForwardHoldMS > maxForwardHoldMS {
+		return &KeyError{Key: "forward_hold_ms", Err: fmt.Errorf("%d: at most %d (a forward a peer needs waits this long at every hop)", p.ForwardHoldMS, maxForwardHoldMS)}
 	}
 	return p.NATConfig.validate()
 }

@@ -66,6 +66,7 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 		{"bad api listen", "[api]\nlisten = \"nohostport\"\n", "api.listen", 2},
 		{"unknown profile", "profile = \"cloud\"\n", "profile", 1},
 		{"negative memory limit", "profile = \"local\"\nmemory_limit_mib = -1\n", "memory_limit_mib", 2},
+		{"forward hold too long", "profile = \"local\"\n[p2p]\nforward_hold_ms = 10001\n", "p2p.forward_hold_ms", 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -216,6 +216,7 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		ConnLow:           c.P2P.ConnLow,
 		ConnHigh:          c.P2P.ConnHigh,
 		ColocationPenalty: c.P2P.ColocationPenalty,
+		ForwardHold:       forwardHold(c.P2P.ForwardHoldMS),
 		Topics:            topicsOf(n.role),
 		PeerExchange:      n.role == configs.RoleBootstrap,
 		AutoNAT:           c.P2P.AutoNAT,
@@ -229,6 +230,15 @@ func (n *Node) p2pConfig(key crypto.PrivKey, reg prometheus.Registerer) (p2p.Con
 		Logger:            n.log,
 		Registerer:        reg,
 	}, nil
+}
+
+// forwardHold is p2p.forward_hold_ms as the host's ForwardHold: 0 its default, negative
+// none.
+func forwardHold(ms int) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // topicsOf is the topics a node of the role joins: all of them on a node; on a bootstrap

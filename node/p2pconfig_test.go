@@ -64,3 +64,17 @@ func TestReachabilityFromConfigReachesTheHost(t *testing.T) {
 		t.Errorf("option private over config public: host forces %q (err %v)", pc.ForceReachability, err)
 	}
 }
+
+// TestForwardHoldFromConfigReachesTheHost: config.toml's p2p.forward_hold_ms is the host's
+// ForwardHold: 0 leaves the host's default, a negative value turns the hold off.
+func TestForwardHoldFromConfigReachesTheHost(t *testing.T) {
+	h, c, s := newHome(t)
+	for ms, want := range map[int]time.Duration{0: 0, 500: 500 * time.Millisecond, -1: -1, -300: -1} {
+		c.P2P.ForwardHoldMS = ms
+		n := &Node{opts: Options{Home: h, Config: c, Spec: s}, log: slog.New(slog.DiscardHandler)}
+		pc, err := n.p2pConfig(p2ptest.Key(), nil)
+		if err != nil || pc.ForwardHold != want {
+			t.Errorf("p2p.forward_hold_ms = %d: host ForwardHold %v (err %v), want %v", ms, pc.ForwardHold, err, want)
+		}
+	}
+}
