@@ -83,9 +83,9 @@ type loop struct {
 func newLoop(c *core.Core, clk clock, deps loopDeps, log *slog.Logger, prog *progress, tr *trainer, ev *evaluator) *loop {
 	l := &loop{core: c, clk: clk, deps: deps, log: log, prog: prog, train: tr, eval: ev,
 		inbox: make(chan any, inboxSize), done: make(chan localDone), evals: make(chan evalResult, evalQueue)}
-	v, a := c.View(), c.Agreement()
-	l.view.Store(&v)
-	l.agreement.Store(&a)
+	// The validators judge shards by the view from now on: a node waiting for its
+	// genesis peers or joining takes the shards of the rounds its peers already work on.
+	l.setView()
 	return l
 }
 
