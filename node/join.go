@@ -511,7 +511,8 @@ func (m memRound) Shards(r uint64) ([]store.Shard, error) {
 var _ roundSource = memRound{}
 
 // wantRounds asks the peers of the records topic and the connected voters of the genesis
-// ledger j.trust (askOrder) for their heads, and returns the highest round that peers
+// ledger j.trust (askOrder) for their heads, dialing more voters between asks
+// (connectVoters), and returns the highest round that peers
 // carrying more than half of its voting power reach (headOfPower): identities without
 // genesis stake, however many and however their IDs sort, move nothing. It returns false
 // (start at genesis) when no such majority has a head once wait has passed, or at once
@@ -539,6 +540,10 @@ func (j *joiner) wantRounds(ctx context.Context, enough func(asked, none []peer.
 			}
 			return 0, false
 		}
+		// The peers asked may carry too little of the stake to decide either way: a node
+		// of a large swarm is not connected to every other. Dial the genesis voters the
+		// peer store or the rendezvous knows (as a catch-up does), and ask them next.
+		j.connectVoters(ctx, j.trust)
 		select {
 		case <-ctx.Done():
 		case <-time.After(joinPoll):
