@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
@@ -88,4 +89,74 @@ func rootAt(n *node, r uint64) [32]byte {
 		}
 	}
 	return out
+}
+
+// TestAgreementCloseWaitsForRecordsThatCouldTipTheList: a's shards of round 2 reach b and
+// d but not c, e or f, so that a's entry is in the votes of a, b and d and out of those of
+// c, e and f: with every vote, 300 of 600, it is out. e's record of round 2 is slow to reach
+// f, while e's records of the later rounds come. Without it f counts a majority for round
+// 2 (500 of 600) in which a's entry is in (300 of 500), repairs onto that, and closes rounds
+// 3 and 4. Its close of round 5 would leave round 2 out of its window, and e's record, which
+// could tip a's entry, is on its way (f holds e's later ones): f waits for it, up to the
+// deadline's minimum, then repairs round 2 onto the list every other node holds. Were it
+// to close on, e's record would find round 2 gone and f would stay on a lineage of its own.
+// A record that never comes holds f up for the minimum only.
+func TestAgreementCloseWaitsForRecordsThatCouldTipTheList(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		for _, comes := range []bool{true, false} {
+			s := newSwarm(t, seed, ledgerParams(), six, []uint64{100, 100, 100, 100, 100, 100})
+			a, c, e, f := s.node("a"), s.node("c"), s.node("e"), s.node("f")
+			var held []delivery
+			holdE2 := func(d delivery) bool {
+				if d.to != f || d.from != e || d.msg.Kind != core.KindRecords {
+					return false
+				}
+				_, rec, err := incentives.DecodeSignedRecord(d.msg.Data)
+				if err != nil || rec.Round != 2 {
+					return false
+				}
+				held = append(held, d)
+				return true
+			}
+			s.drop = anyOf(dropShards(2, a, c, e, f), holdE2)
+			s.start()
+			s.step(everyone)
+			for range 3 { // rounds 0, 1 and 2 close; c, e and f close 2 without a
+				s.step(everyone)
+				s.tick(s.now.Add(deadlineConfig.Max))
+			}
+			for range 3 { // 3 s, under the deadline's minimum: rounds 3 and 4 close
+				s.step(everyone)
+			}
+			if len(held) == 0 {
+				t.Fatalf("seed %d: e's record of round 2 never went to f", seed)
+			}
+			if h := f.core.Agreement().Head; h != 2+core.DefaultDepth-1 {
+				t.Fatalf("seed %d: f's head is round %d, want %d: it waits to close round %d", seed, h, 2+core.DefaultDepth-1, 2+core.DefaultDepth)
+			}
+			if !comes {
+				for range int(deadlineConfig.Min/time.Second) + 1 {
+					s.step(everyone)
+				}
+				if h := f.core.Agreement().Head; h < 2+core.DefaultDepth {
+					t.Fatalf("seed %d: f's head is round %d past the deadline's minimum, waiting for a record that never comes", seed, h)
+				}
+				continue
+			}
+			s.drop = nil
+			s.pool = append(s.pool, held...)
+			s.flush()
+			for range 3 {
+				s.step(everyone)
+			}
+			for r := uint64(2); r <= 2+core.DefaultDepth; r++ {
+				if got, want := rootAt(f, r), rootAt(a, r); got != want {
+					t.Fatalf("seed %d: round %d: f holds root %x, a %x", seed, r, got[:4], want[:4])
+				}
+			}
+			if got, want := rootAt(f, 2), rootAt(c, 2); got != want {
+				t.Fatalf("seed %d: round 2: f holds root %x, c (which never had a's shards) %x", seed, got[:4], want[:4])
+			}
+		}
+	}
 }

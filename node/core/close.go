@@ -45,16 +45,27 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 	return c.close(now, r, rd)
 }
 
-// aheadOfRecords reports whether round r must wait for the records of round r-Depth: the
-// oldest round its close leaves in the repair window has no records yet that carry more
-// than half of the voting power, and the deadline's maximum has not passed since r could
-// close. A node that closes rounds faster than its peers' records reach it (restarted
-// behind peers whose shards it holds, or whose gossip to it lags) would otherwise push a
-// round it closed differently out of its window before their records arrive, and stay
-// on a lineage of its own; the records of a round normally come within a round of it.
-// With no majority online, rounds close at the maximum, as they would anyway.
+// aheadOfRecords reports whether round r must wait for the records of round r-Depth,
+// the oldest round its close leaves in the repair window. It waits while that round has
+// no records yet that carry more than half of the voting power, until the deadline's
+// maximum has passed since r could close: a node that closes rounds faster than its
+// peers' records reach it (restarted behind peers whose shards it holds, or whose gossip
+// to it lags) would otherwise push a round it closed differently out of its window
+// before their records arrive, and stay on a lineage of its own; the records of a round
+// normally come within a round of it. With no majority online, rounds close at the
+// maximum, as they would anyway. It also waits, until the deadline's minimum has passed,
+// while records it knows are on their way could still change that round's list
+// (pendingVotes): a majority of records decides a list only when the rest cannot tip
+// any entry of it, and when a round's contributions reached the nodes very unevenly and
+// the rounds after it close at once (their deadlines passed while it waited), a node
+// that went on with the first majority left the round before the rest came and kept a
+// list the others did not (in a 100-node swarm, dozens of lineages). Only signers whose
+// records of later rounds it holds are waited for: one that never sends a record (silent,
+// or off the network) holds nothing up, and one that withholds its record of a round
+// while sending the next ones holds the close up for the minimum at most.
 func (c *Core) aheadOfRecords(now, start time.Time, r uint64) bool {
-	if r < c.cfg.Depth || now.Sub(start) >= c.deadline.Config().Max {
+	waited := now.Sub(start)
+	if r < c.cfg.Depth || waited >= c.deadline.Config().Max {
 		return false
 	}
 	u := r - c.cfg.Depth
@@ -63,7 +74,36 @@ func (c *Core) aheadOfRecords(now, start time.Time, r uint64) bool {
 		return false // closed before this Core started
 	}
 	t := c.tallyOf(u, cr.ledger) // decide's quorum, without the list: this runs on every event while r waits
-	return t.total == 0 || t.total <= cr.ledger.TotalPower()-t.total
+	all := cr.ledger.TotalPower()
+	if t.total == 0 || t.total <= all-t.total {
+		return true
+	}
+	// Most often not even every vote still out could tip an entry: no need to look
+	// for the ones on their way.
+	return waited < c.deadline.Config().Min && t.open(all-t.total) && t.open(c.pendingVotes(u, cr.ledger))
+}
+
+// pendingVotes is the voting power, by led, of the signers without a vote of round u
+// (nor a pair of records that dropped it) whose votes of a later round this Core holds:
+// a node closes its rounds in order and publishes a vote at each close, so their votes of
+// u exist and are on their way (the validators ask for the records a signer's later
+// record shows missing).
+func (c *Core) pendingVotes(u uint64, led *incentives.State) uint64 {
+	seen := map[string]bool{}
+	var w uint64
+	for v, votes := range c.agree.votes {
+		if v <= u {
+			continue
+		}
+		for signer := range votes {
+			if seen[signer] || c.agree.votes[u][signer] != nil || c.agree.twice[u][signer] {
+				continue
+			}
+			seen[signer] = true
+			w = addSat(w, led.Power(signer))
+		}
+	}
+	return w
 }
 
 // stake returns the voting power of the contributors complete for round r (this node's own

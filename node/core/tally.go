@@ -69,6 +69,32 @@ func (t *tally) canonical() ([]incentives.Contribution, []incentives.Evidence) {
 	return list, evidence
 }
 
+// open reports whether votes of m more voting power could change what canonical
+// decides: whether an entry or evidence item would be in with all of them for it and out
+// with all of them against it (2w + m > T >= 2w - m, for its weight w of the total T). An
+// entry no vote names yet cannot get in on them once the votes counted carry a majority
+// (m is at most what did not vote, less than T).
+func (t *tally) open(m uint64) bool {
+	if m == 0 {
+		return false
+	}
+	tips := func(w uint64) bool {
+		hi, lo := addSat(addSat(w, w), m), addSat(w, w)
+		return hi > t.total && lo <= addSat(t.total, m)
+	}
+	for _, w := range t.entries {
+		if tips(w) {
+			return true
+		}
+	}
+	for _, w := range t.items {
+		if tips(w) {
+			return true
+		}
+	}
+	return false
+}
+
 // tallyOf returns round r's tally by led, counting every vote again when it was kept by
 // another ledger (or not at all).
 func (c *Core) tallyOf(r uint64, led *incentives.State) *tally {
