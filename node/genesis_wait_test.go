@@ -114,3 +114,31 @@ func TestAskNotesPeersThatHoldNone(t *testing.T) {
 		t.Fatalf("noted as holding none: %v, want peers 1 and 2", j.notHeld)
 	}
 }
+
+// TestGenesisWaitForPeersNotFoundIsBounded: once round 0 lacks only genesis peers not
+// found (the topic and a connected majority are there), it waits for them deadline_min
+// from when that began, not deadline_max: a node stuck behind a busy bootstrap peer held
+// the round 0 of 99 others for 2 minutes. A shortfall of the topic or the stake starts the
+// count again; nothing absent starts at once.
+func TestGenesisWaitForPeersNotFoundIsBounded(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const wait = 30 * time.Second
+	if ready, since := quorumWait(nil, 0, time.Time{}, t0, wait); !ready || !since.IsZero() {
+		t.Fatalf("nothing absent: ready %v since %v, want ready", ready, since)
+	}
+	short := []string{"2 of 5 peers wanted on the shards topic", "12*abc"}
+	if ready, since := quorumWait(short, 1, t0.Add(-time.Hour), t0, wait); ready || !since.IsZero() {
+		t.Fatalf("topic short: ready %v since %v, want a wait with no count", ready, since)
+	}
+	unfound := []string{"12*abc", "12*def"}
+	ready, since := quorumWait(unfound, 2, time.Time{}, t0, wait)
+	if ready || !since.Equal(t0) {
+		t.Fatalf("only peers not found, first look: ready %v since %v, want the count started at %v", ready, since, t0)
+	}
+	if ready, s2 := quorumWait(unfound, 2, since, t0.Add(wait-time.Second), wait); ready || !s2.Equal(t0) {
+		t.Fatalf("a second short of the wait: ready %v since %v", ready, s2)
+	}
+	if ready, _ := quorumWait(unfound[:1], 1, since, t0.Add(wait), wait); !ready {
+		t.Fatal("only peers not found for the whole wait: still waiting")
+	}
+}

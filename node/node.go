@@ -62,6 +62,9 @@ type Node struct {
 	wire    *p2p.WireStats // the host's wire breakdown, for benchmarks; nil: none
 	// genesisLook runs the rendezvous lookups of round 0's wait for the genesis peers.
 	genesisLook oneLook
+	// genesisQuorum is when round 0's wait came to lack only genesis peers not found
+	// (quorumWait); zero while it lacks more. Only the loop's goroutine touches it.
+	genesisQuorum time.Time
 	// plainCommitted holds the peers that refused fetchCommittedSame but answered in plain
 	// (builds from before it), each until when it is asked for committed records in plain
 	// (askCommitted).

@@ -213,7 +213,34 @@ func (n *Node) genesisPresent(ctx context.Context, g incentives.Genesis, self pe
 	if unfound > 0 {
 		n.genesisLook.start(ctx, func(ctx context.Context) { _, _ = n.host.LookupRendezvous(ctx) })
 	}
-	return len(absent) == 0
+	was := n.genesisQuorum
+	ready, since := quorumWait(absent, unfound, was, time.Now(), n.train.params.Deadline.Min)
+	n.genesisQuorum = since
+	if ready && unfound > 0 {
+		n.log.Info("starting without the genesis peers not found: the others have been there for deadline_min",
+			"waited", time.Since(was).Round(time.Second), "not_found", absent)
+	}
+	return ready
+}
+
+// quorumWait decides whether round 0 waits no longer, from absentOf's answer at now (its
+// last unfound entries name the genesis peers neither connected nor found): at once when
+// nothing is absent; when only peers not found are, once that has been so for wait
+// (deadline_min). since is when that began (zero when it has not), returned updated. A
+// node that cannot get onto the network (behind a bootstrap peer too busy to answer, its
+// routing table empty: it cannot advertise) would otherwise hold every other node's round
+// 0 for the whole start wait, deadline_max, as in a 100-node swarm on a loaded machine; it
+// joins the run once it gets on.
+func quorumWait(absent []string, unfound int, since, now time.Time, wait time.Duration) (bool, time.Time) {
+	switch {
+	case len(absent) == 0:
+		return true, time.Time{}
+	case len(absent) > unfound:
+		return false, time.Time{}
+	case since.IsZero():
+		return false, now
+	}
+	return now.Sub(since) >= wait, since
 }
 
 // genesisAbsent says why round 0 still waits for the genesis peers (nothing: it need not),
