@@ -84,6 +84,16 @@ type agreement struct {
 	equivocations int
 	resent        uint64 // own records were resent for rounds below this
 	stale         bool   // a repair left the window unfinished
+	// gen counts the changes to votes and twice: pendingVotes' answer is kept until the
+	// next (pending).
+	gen     uint64
+	pending pendingMemo
+}
+
+// pendingMemo is pendingVotes' last answer: for round u by ledger led at generation gen.
+type pendingMemo struct {
+	u, gen, power uint64
+	led           *incentives.State
 }
 
 // closedRound is one closed round inside the repair window: what closing it again needs.
@@ -232,6 +242,7 @@ func (c *Core) Record(now time.Time, sr *incentives.SignedRecord, rec *incentive
 		return rd, err
 	}
 	vs[sr.Signer] = rec
+	c.agree.gen++
 	c.keepSigned(r, sr)
 	if t := c.agree.tallies[r]; t != nil {
 		t.add(sr.Signer, rec)
@@ -346,6 +357,7 @@ func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec 
 		c.agree.votes[r] = map[string]*incentives.Record{}
 	}
 	c.agree.votes[r][c.cfg.Self] = rec
+	c.agree.gen++
 	if t := c.agree.tallies[r]; t != nil {
 		t.add(c.cfg.Self, rec)
 	}
@@ -359,6 +371,7 @@ func (c *Core) keepClosed(r uint64, pre round.State, led *incentives.State, rec 
 		if u < from {
 			delete(c.agree.votes, u)
 			delete(c.agree.tallies, u)
+			c.agree.gen++
 		}
 	}
 	c.agree.prune(from)

@@ -98,14 +98,20 @@ func rootAt(n *node, r uint64) [32]byte {
 // 2 (500 of 600) in which a's entry is in (300 of 500), repairs onto that, and closes rounds
 // 3 and 4. Its close of round 5 would leave round 2 out of its window, and e's record, which
 // could tip a's entry, is on its way (f holds e's later ones): f waits for it, up to the
-// deadline's minimum, then repairs round 2 onto the list every other node holds. Were it
-// to close on, e's record would find round 2 gone and f would stay on a lineage of its own.
-// A record that never comes holds f up for the minimum only.
+// deadline's minimum from when round 5 could close, then repairs round 2 onto the list
+// every other node holds. Were it to close on, e's record would find round 2 gone and f
+// would stay on a lineage of its own. The wait counts from when round 5 could close, also
+// when f closed round 4 at its deadline (b's shards of round 4 never reach it by gossip),
+// so that round 5's own clock had run out already. A record that never comes holds f up
+// for the minimum only.
 func TestAgreementCloseWaitsForRecordsThatCouldTipTheList(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		for _, comes := range []bool{true, false} {
+		for _, tc := range []struct {
+			name         string
+			comes, lateB bool
+		}{{"the record comes", true, false}, {"round 4 closed at its deadline", true, true}, {"the record never comes", false, false}} {
 			s := newSwarm(t, seed, ledgerParams(), six, []uint64{100, 100, 100, 100, 100, 100})
-			a, c, e, f := s.node("a"), s.node("c"), s.node("e"), s.node("f")
+			a, b, c, e, f := s.node("a"), s.node("b"), s.node("c"), s.node("e"), s.node("f")
 			var held []delivery
 			holdE2 := func(d delivery) bool {
 				if d.to != f || d.from != e || d.msg.Kind != core.KindRecords {
@@ -118,28 +124,37 @@ func TestAgreementCloseWaitsForRecordsThatCouldTipTheList(t *testing.T) {
 				held = append(held, d)
 				return true
 			}
-			s.drop = anyOf(dropShards(2, a, c, e, f), holdE2)
+			drops := []func(delivery) bool{dropShards(2, a, c, e, f), holdE2}
+			if tc.lateB {
+				drops = append(drops, dropShards(4, b, f))
+			}
+			s.drop = anyOf(drops...)
 			s.start()
 			s.step(everyone)
 			for range 3 { // rounds 0, 1 and 2 close; c, e and f close 2 without a
 				s.step(everyone)
 				s.tick(s.now.Add(deadlineConfig.Max))
 			}
-			for range 3 { // 3 s, under the deadline's minimum: rounds 3 and 4 close
+			waiting := uint64(2 + core.DefaultDepth - 1)
+			for range 2 * int(deadlineConfig.Max/time.Second) { // rounds 3 and 4 close
+				if f.core.Agreement().Head >= waiting {
+					break
+				}
 				s.step(everyone)
 			}
+			s.step(everyone) // a second under the deadline's minimum
 			if len(held) == 0 {
-				t.Fatalf("seed %d: e's record of round 2 never went to f", seed)
+				t.Fatalf("seed %d, %s: e's record of round 2 never went to f", seed, tc.name)
 			}
-			if h := f.core.Agreement().Head; h != 2+core.DefaultDepth-1 {
-				t.Fatalf("seed %d: f's head is round %d, want %d: it waits to close round %d", seed, h, 2+core.DefaultDepth-1, 2+core.DefaultDepth)
+			if h := f.core.Agreement().Head; h != waiting {
+				t.Fatalf("seed %d, %s: f's head is round %d, want %d: it waits to close round %d", seed, tc.name, h, waiting, waiting+1)
 			}
-			if !comes {
+			if !tc.comes {
 				for range int(deadlineConfig.Min/time.Second) + 1 {
 					s.step(everyone)
 				}
-				if h := f.core.Agreement().Head; h < 2+core.DefaultDepth {
-					t.Fatalf("seed %d: f's head is round %d past the deadline's minimum, waiting for a record that never comes", seed, h)
+				if h := f.core.Agreement().Head; h <= waiting {
+					t.Fatalf("seed %d, %s: f's head is round %d past the deadline's minimum, waiting for a record that never comes", seed, tc.name, h)
 				}
 				continue
 			}
@@ -151,11 +166,11 @@ func TestAgreementCloseWaitsForRecordsThatCouldTipTheList(t *testing.T) {
 			}
 			for r := uint64(2); r <= 2+core.DefaultDepth; r++ {
 				if got, want := rootAt(f, r), rootAt(a, r); got != want {
-					t.Fatalf("seed %d: round %d: f holds root %x, a %x", seed, r, got[:4], want[:4])
+					t.Fatalf("seed %d, %s: round %d: f holds root %x, a %x", seed, tc.name, r, got[:4], want[:4])
 				}
 			}
 			if got, want := rootAt(f, 2), rootAt(c, 2); got != want {
-				t.Fatalf("seed %d: round 2: f holds root %x, c (which never had a's shards) %x", seed, got[:4], want[:4])
+				t.Fatalf("seed %d, %s: round 2: f holds root %x, c (which never had a's shards) %x", seed, tc.name, got[:4], want[:4])
 			}
 		}
 	}

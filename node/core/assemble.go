@@ -32,6 +32,7 @@ type roundIn struct {
 	peers    map[string]*assembly
 	received powerSum  // of the counted contributions; cleared when one comes or goes
 	since    time.Time // when the round first became closable
+	ready    time.Time // when its deadline first let it close (aheadOfRecords)
 	fetched  bool      // the missing slots were asked for
 }
 

@@ -35,7 +35,11 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 	if c.own[r] == nil { // no work of its own for r: what it waits for is the others' stake
 		total -= min(total, c.ledger.Power(c.cfg.Self))
 	}
-	if !c.deadline.Closable(now, start, received, total, total > 0 && received == total) || c.aheadOfRecords(now, start, r) {
+	closable := c.deadline.Closable(now, start, received, total, total > 0 && received == total)
+	if closable && ri.ready.IsZero() {
+		ri.ready = now
+	}
+	if !closable || c.aheadOfRecords(now, start, ri.ready, r) {
 		if !ri.fetched {
 			ri.fetched = true
 			rd.Fetch = c.wants(r)
@@ -48,30 +52,31 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 // aheadOfRecords reports whether round r must wait for the records of round r-Depth,
 // the oldest round its close leaves in the repair window. It waits while that round has
 // no records yet that carry more than half of the voting power, until the deadline's
-// maximum has passed since r could close: a node that closes rounds faster than its
+// maximum has passed since start, r's clock: a node that closes rounds faster than its
 // peers' records reach it (restarted behind peers whose shards it holds, or whose gossip
 // to it lags) would otherwise push a round it closed differently out of its window
 // before their records arrive, and stay on a lineage of its own; the records of a round
 // normally come within a round of it. With no majority online, rounds close at the
-// maximum, as they would anyway. It also waits, until the deadline's minimum has passed,
-// while records it knows are on their way could still change that round's list
-// (pendingVotes): a majority of records decides a list only when the rest cannot tip
-// any entry of it, and when a round's contributions reached the nodes very unevenly and
-// the rounds after it close at once (their deadlines passed while it waited), a node
-// that went on with the first majority left the round before the rest came and kept a
-// list the others did not (in a 100-node swarm, dozens of lineages). Only signers whose
-// records of later rounds it holds are waited for: one that never sends a record (silent,
-// or off the network) holds nothing up, and one that withholds its record of a round
-// while sending the next ones holds the close up for the minimum at most.
-func (c *Core) aheadOfRecords(now, start time.Time, r uint64) bool {
-	waited := now.Sub(start)
-	if r < c.cfg.Depth || waited >= c.deadline.Config().Max {
+// maximum, as they would anyway. It also waits, until the deadline's minimum has passed
+// since ready (when r's deadline first let it close), while records it knows are on
+// their way could still change that round's list (pendingVotes): a majority of records
+// decides a list only when the rest cannot tip any entry of it, and when a round's
+// contributions reached the nodes very unevenly and the rounds after it close at once
+// (their deadlines passed while it waited), a node that went on with the first majority
+// left the round before the rest came and kept a list the others did not (in a 100-node
+// swarm, dozens of lineages). Only signers whose records of later rounds it holds are
+// waited for: one that never sends a record (silent, or off the network) holds nothing
+// up, and one that withholds its record of a round while sending the next ones holds the
+// close up for the minimum at most, past the deadline. Neither wait is needed while a
+// repair that waits for shards keeps the round in the window.
+func (c *Core) aheadOfRecords(now, start, ready time.Time, r uint64) bool {
+	if r < c.cfg.Depth || now.Sub(start) >= c.deadline.Config().Max {
 		return false
 	}
 	u := r - c.cfg.Depth
 	cr := c.agree.closed[u]
-	if cr == nil {
-		return false // closed before this Core started
+	if cr == nil || u >= c.repairFromAt(r+1) {
+		return false // closed before this Core started, or still in the window after r closes
 	}
 	t := c.tallyOf(u, cr.ledger) // decide's quorum, without the list: this runs on every event while r waits
 	all := cr.ledger.TotalPower()
@@ -80,15 +85,19 @@ func (c *Core) aheadOfRecords(now, start time.Time, r uint64) bool {
 	}
 	// Most often not even every vote still out could tip an entry: no need to look
 	// for the ones on their way.
-	return waited < c.deadline.Config().Min && t.open(all-t.total) && t.open(c.pendingVotes(u, cr.ledger))
+	return now.Sub(ready) < c.deadline.Config().Min && t.open(all-t.total) && t.open(c.pendingVotes(u, cr.ledger))
 }
 
-// pendingVotes is the voting power, by led, of the signers without a vote of round u
-// (nor a pair of records that dropped it) whose votes of a later round this Core holds:
-// a node closes its rounds in order and publishes a vote at each close, so their votes of
-// u exist and are on their way (the validators ask for the records a signer's later
-// record shows missing).
+// pendingVotes is the voting power, by led, of the signers other than this node without
+// a vote of round u (nor a pair of records that dropped it) whose votes of a later round
+// this Core holds: a node closes its rounds in order and publishes a vote at each close,
+// so their votes of u exist and are on their way (the validators ask for the records a
+// signer's later record shows missing). This node's own vote of a round it was seeded
+// with may be missing for good. Kept until the votes change (agreement.gen).
 func (c *Core) pendingVotes(u uint64, led *incentives.State) uint64 {
+	if m := c.agree.pending; m.led == led && m.u == u && m.gen == c.agree.gen {
+		return m.power
+	}
 	seen := map[string]bool{}
 	var w uint64
 	for v, votes := range c.agree.votes {
@@ -96,13 +105,14 @@ func (c *Core) pendingVotes(u uint64, led *incentives.State) uint64 {
 			continue
 		}
 		for signer := range votes {
-			if seen[signer] || c.agree.votes[u][signer] != nil || c.agree.twice[u][signer] {
+			if seen[signer] || signer == c.cfg.Self || c.agree.votes[u][signer] != nil || c.agree.twice[u][signer] {
 				continue
 			}
 			seen[signer] = true
 			w = addSat(w, led.Power(signer))
 		}
 	}
+	c.agree.pending = pendingMemo{u: u, gen: c.agree.gen, power: w, led: led}
 	return w
 }
 

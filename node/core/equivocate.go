@@ -42,6 +42,7 @@ func (c *Core) dropVote(r uint64, signer string) {
 		c.agree.twice[r] = map[string]bool{}
 	}
 	c.agree.twice[r][signer] = true
+	c.agree.gen++
 	c.agree.equivocations++
 }
 

@@ -62,6 +62,7 @@ func (c *Core) Seed(snaps []Snapshot) error {
 	if len(snaps) > 0 && !bytes.Equal(snaps[len(snaps)-1].Record.NewRoot, c.ledger.Head) {
 		return fmt.Errorf("%w: the last record's root is not the ledger's head", ErrSeed)
 	}
+	c.agree.gen++
 	for r, cr := range closed {
 		c.agree.closed[r] = cr
 		c.agree.votes[r] = map[string]*incentives.Record{}

@@ -72,8 +72,8 @@ func (t *tally) canonical() ([]incentives.Contribution, []incentives.Evidence) {
 // open reports whether votes of m more voting power could change what canonical
 // decides: whether an entry or evidence item would be in with all of them for it and out
 // with all of them against it (2w + m > T >= 2w - m, for its weight w of the total T). An
-// entry no vote names yet cannot get in on them once the votes counted carry a majority
-// (m is at most what did not vote, less than T).
+// entry no vote names yet cannot get in on them when m < T, which holds once the votes
+// counted carry a majority (m is at most what did not vote): the caller's case.
 func (t *tally) open(m uint64) bool {
 	if m == 0 {
 		return false

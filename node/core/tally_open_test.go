@@ -8,6 +8,7 @@ import (
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/training/round"
 )
 
 // TestTallyOpenAgainstCounting: open(m) says whether votes of m more power could change
@@ -77,5 +78,48 @@ func TestTallyOpenAgainstCounting(t *testing.T) {
 			t.Fatalf("trial %d: open(%d) = %v with total %d and weights %v, want %v (lists %v and %v, now %v)",
 				trial, m, got, tl.total, tl.entries, want, names(forAll), names(forNone), names(base))
 		}
+	}
+}
+
+// TestPendingVotesAreThoseOnTheirWay: the votes of round u on their way are those of the
+// signers with a vote of a later round and none of u: not this node's own (a round it was
+// seeded with may have none, for good), not a signer that voted u, nor one whose vote of u
+// was dropped (two records). The answer follows the votes as they change.
+func TestPendingVotesAreThoseOnTheirWay(t *testing.T) {
+	names := []string{"self", "p1", "p2", "p3", "p4", "p5"}
+	ids := map[string]string{}
+	var g incentives.Genesis
+	for i, n := range names {
+		ids[n] = incentivestest.PeerID(n)
+		g.Stakes = append(g.Stakes, incentives.Stake{Peer: ids[n], Amount: uint64(1) << i})
+	}
+	led, err := incentives.NewState(incentives.Params{Reward: 1}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(tinyConfig(ids["self"]), round.State{Params: tinyTheta()}, led)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vote := func(r uint64, who ...string) {
+		if c.agree.votes[r] == nil {
+			c.agree.votes[r] = map[string]*incentives.Record{}
+		}
+		for _, n := range who {
+			c.agree.votes[r][ids[n]] = &incentives.Record{Round: r}
+		}
+		c.agree.gen++
+	}
+	vote(4, "p1")
+	c.agree.twice[4] = map[string]bool{ids["p3"]: true}
+	vote(5, "self", "p1", "p2")
+	vote(6, "p3", "p4")
+	vote(3, "p5") // an earlier round says nothing of round 4
+	if got, want := c.pendingVotes(4, led), led.Power(ids["p2"])+led.Power(ids["p4"]); got != want {
+		t.Fatalf("pending power %d, want p2's and p4's, %d", got, want)
+	}
+	vote(4, "p2")
+	if got, want := c.pendingVotes(4, led), led.Power(ids["p4"]); got != want {
+		t.Fatalf("after p2's vote of round 4 came: pending power %d, want p4's, %d", got, want)
 	}
 }
