@@ -283,13 +283,24 @@ func askOrder(self peer.ID, topic, connected []peer.ID, led *incentives.State) [
 	return out[:n]
 }
 
-// connectVoters dials the voters of led this node is not connected to, with the addresses
-// the peer store or a rendezvous lookup gives, for at most voterLookup.
+// connectVoters dials voters of led this node is not connected to, with the addresses
+// the peer store or a rendezvous lookup gives, for at most voterLookup: those of most
+// power first, until the voters connected would carry more than three quarters of the
+// voting power (askOrder's margin), and none when they already do. Dialing every voter
+// would cost a swarm starting at once N² dials, and each joiner a lookup every ask.
 func (j *joiner) connectVoters(ctx context.Context, led *incentives.State) {
-	ctx, cancel := context.WithTimeout(ctx, voterLookup)
-	defer cancel()
 	h := j.n.host
 	connected := h.ConnectedPeers()
+	var w uint64
+	for _, p := range connected {
+		w = addPower(w, led.Power(p.String()))
+	}
+	enough := func() bool { return w > led.TotalPower()/4*3+led.TotalPower()%4*3/4 }
+	if enough() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, voterLookup)
+	defer cancel()
 	want := func(ai peer.AddrInfo) bool {
 		return ai.ID != h.ID() && len(ai.Addrs) > 0 && led.Power(ai.ID.String()) > 0 && !slices.Contains(connected, ai.ID)
 	}
@@ -306,8 +317,19 @@ func (j *joiner) connectVoters(ctx context.Context, led *incentives.State) {
 			}
 		}
 	}
+	slices.SortStableFunc(cands, func(a, b peer.AddrInfo) int {
+		return cmp.Or(cmp.Compare(led.Power(b.ID.String()), led.Power(a.ID.String())), cmp.Compare(a.ID, b.ID))
+	})
+	var dial []peer.AddrInfo
+	for _, ai := range cands {
+		if enough() || len(dial) == joinMaxPeers {
+			break
+		}
+		dial = append(dial, ai)
+		w = addPower(w, led.Power(ai.ID.String()))
+	}
 	var wg sync.WaitGroup
-	for _, ai := range cands[:min(len(cands), joinMaxPeers)] {
+	for _, ai := range dial {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -317,6 +339,14 @@ func (j *joiner) connectVoters(ctx context.Context, led *incentives.State) {
 		}()
 	}
 	wg.Wait()
+}
+
+// addPower adds voting power, saturating.
+func addPower(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }
 
 // jump syncs the checkpoint before the peers' head h (checkpointOf; genesis without one)

@@ -31,6 +31,47 @@ func (a *connectedAnswering) Request(ctx context.Context, to peer.ID, _ string, 
 	return a.records[to], nil
 }
 
+// votersApart starts n staker hosts and a joiner host (returned last) that knows only the
+// bootstrap node, waits until the stakers are advertised in the rendezvous, and cuts the
+// joiner off from them. A connection low watermark of 1 keeps every host's discovery from
+// dialing anyone past the bootstrap node, and as DHT clients they are in no routing
+// table, so that no DHT query connects them either.
+func votersApart(t *testing.T, ctx context.Context, n int) (*p2p.Host, []crypto.PrivKey, []peer.ID) {
+	t.Helper()
+	keys := make([]crypto.PrivKey, n)
+	ids := make([]peer.ID, n)
+	for i := range keys {
+		keys[i] = p2ptest.Key()
+		ids[i], _ = peer.IDFromPrivateKey(keys[i])
+	}
+	sw, err := p2ptest.StartOn(ctx, "tcp", n+1, func(i int, c *p2p.Config) {
+		if i >= 0 {
+			c.ConnLow, c.ConnHigh, c.DHTMode = 1, 100, p2p.DHTClient
+		}
+		if i >= 0 && i < n {
+			c.Identity = keys[i]
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sw.Close() })
+	h := sw.Hosts[n]
+	if err := p2ptest.Poll(ctx, "the stakers advertised", 100*time.Millisecond, func() bool {
+		found, err := h.LookupRendezvous(ctx)
+		return err == nil && len(slices.DeleteFunc(found, func(ai peer.AddrInfo) bool { return !slices.Contains(ids, ai.ID) })) == n
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids { // the DHT's own queries may have dialed them
+		_ = h.ClosePeer(id)
+	}
+	if c := h.ConnectedPeers(); slices.ContainsFunc(ids, func(id peer.ID) bool { return slices.Contains(c, id) }) {
+		t.Fatalf("the joiner is still connected to a staker: %v", c)
+	}
+	return h, keys, ids
+}
+
 // TestJoinDialsTheVotersItIsNotConnectedTo: a node joining a run whose connections carry
 // none of the genesis stake (in a large swarm a node holds a few dozen connections, which
 // may carry less than half of it) dials the genesis voters the rendezvous names between
@@ -39,44 +80,7 @@ func (a *connectedAnswering) Request(ctx context.Context, to peer.ID, _ string, 
 func TestJoinDialsTheVotersItIsNotConnectedTo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	const stakers = 3
-	keys := make([]crypto.PrivKey, stakers)
-	ids := make([]peer.ID, stakers)
-	for i := range keys {
-		keys[i] = p2ptest.Key()
-		ids[i], _ = peer.IDFromPrivateKey(keys[i])
-	}
-	// The stakers, and the joiner last. A connection low watermark of 1 keeps every
-	// host's discovery from dialing anyone past the bootstrap node, and as DHT clients
-	// they are in no routing table, so that no DHT query connects them either.
-	sw, err := p2ptest.StartOn(ctx, "tcp", stakers+1, func(i int, c *p2p.Config) {
-		if i >= 0 {
-			c.ConnLow, c.ConnHigh, c.DHTMode = 1, 100, p2p.DHTClient
-		}
-		if i >= 0 && i < stakers {
-			c.Identity = keys[i]
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sw.Close() })
-	h := sw.Hosts[stakers]
-	// Let the stakers advertise, then cut the joiner off from them (the DHT's own queries
-	// may have dialed them).
-	if err := p2ptest.Poll(ctx, "the stakers advertised", 100*time.Millisecond, func() bool {
-		found, err := h.LookupRendezvous(ctx)
-		return err == nil && len(slices.DeleteFunc(found, func(ai peer.AddrInfo) bool { return !slices.Contains(ids, ai.ID) })) == stakers
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		_ = h.ClosePeer(id)
-	}
-	if c := h.ConnectedPeers(); slices.ContainsFunc(ids, func(id peer.ID) bool { return slices.Contains(c, id) }) {
-		t.Fatalf("the joiner is still connected to a staker: %v", c)
-	}
-
+	h, keys, ids := votersApart(t, ctx, 3)
 	fake := &connectedAnswering{host: h, records: map[peer.ID][]byte{}}
 	for i, k := range keys {
 		sr, err := incentives.SignCommitted(k, p2ptest.Network, p2ptest.Run, headRecord(5))
@@ -96,5 +100,23 @@ func TestJoinDialsTheVotersItIsNotConnectedTo(t *testing.T) {
 	head, past := j.wantRounds(ctx, never, 15*time.Second)
 	if !past || head != 5 {
 		t.Fatalf("head %d (past genesis: %v), want round 5, which every staker closed", head, past)
+	}
+}
+
+// TestConnectVotersDialsOnlyWhatTheAsksNeed: the voters are dialed most power first, and
+// only until those connected carry more than three quarters of the voting power (the
+// margin the asks keep): of stakes 4000, 3000, 2000 and 1000, the first three. Dialing
+// every voter cost a swarm starting at once N² dials.
+func TestConnectVotersDialsOnlyWhatTheAsksNeed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	h, _, ids := votersApart(t, ctx, 4)
+	j := &joiner{n: &Node{host: h, log: slog.New(slog.DiscardHandler)}}
+	j.connectVoters(ctx, stakeLedger(t, ids, 4000, 3000, 2000, 1000))
+	c := h.ConnectedPeers()
+	for i, want := range []bool{true, true, true, false} {
+		if got := slices.Contains(c, ids[i]); got != want {
+			t.Fatalf("staker %d (stake %d) connected: %v, want %v", i, 4000-1000*i, got, want)
+		}
 	}
 }
