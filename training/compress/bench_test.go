@@ -115,3 +115,74 @@ func BenchmarkRoundCharLM1000x(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoundCharLM1000xShared is BenchmarkRoundCharLM1000x with shared bases
+// (SharedRank 16): deriving the round's bases from an aggregate of four workers'
+// contributions, encoding on them, then decoding four contributions bound to them.
+func BenchmarkRoundCharLM1000xShared(b *testing.B) {
+	rng := newRand(18)
+	shapes := map[string][]int{"l0.w": {1024, 768}, "l0.b": {768}, "l1.w": {768, 768}, "l1.b": {768}, "l2.w": {768, 93}, "l2.b": {93}}
+	names := []string{"l0.w", "l0.b", "l1.w", "l1.b", "l2.w", "l2.b"}
+	round := func() []Tensor {
+		ts := make([]Tensor, len(names))
+		for i, n := range names {
+			ts[i] = randTensor(rng, n, 1e-3, shapes[n]...)
+		}
+		return ts
+	}
+	cfg := Config{RankMin: 1, RankMax: 128, PowerIters: 2, FactorBits: 2, DenseBits: 4, FeedbackDecay: 0.95,
+		ByteBudget: RatioBudget(shapes, 1000), SharedRank: 16}
+	// The aggregate: the mean of four workers' decoded first messages.
+	agg := round()
+	for _, t := range agg {
+		clear(t.Data)
+	}
+	for range 4 {
+		e := mustEncoder(b, cfg)
+		dec, err := mustEncode(b, e, round()).Decode()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, t := range dec {
+			for j, v := range t.Data {
+				agg[i].Data[j] += v / 4
+			}
+		}
+	}
+	e := mustEncoder(b, cfg)
+	ts := round()
+	dst := clone(ts)
+	for b.Loop() {
+		bases, err := DeriveBases(e.Config(), agg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := e.EncodeRoundShared(0, ts, bases)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if m, err = m.WithBases(bases); err != nil {
+			b.Fatal(err)
+		}
+		for range 4 {
+			if err := m.DecodeInto(dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkDeriveBasesCharLM is DeriveBases alone on charlm's matrices at SharedRank 16.
+func BenchmarkDeriveBasesCharLM(b *testing.B) {
+	rng := newRand(19)
+	agg := []Tensor{rankK(rng, "l0.w", 1024, 768, 20), rankK(rng, "l1.w", 768, 768, 20), rankK(rng, "l2.w", 768, 93, 20)}
+	cfg := Config{MinLowRank: 1024, SharedRank: 16}
+	if err := cfg.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := DeriveBases(cfg, agg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
