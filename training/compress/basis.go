@@ -117,46 +117,109 @@ func deriveBasis(name string, a []float64, m, n, rank int) *Basis {
 	return &Basis{Rows: m, K: keep, U: u[:m*keep]}
 }
 
-// mulAB is A·B for A (m × n) and B (n × k), row-major, each entry summed in order of n.
+// mulAB is A·B for A (m × n) and B (n × k), row-major, each entry summed in order of n
+// from +0, every product rounded. It works against Bᵀ, two rows by three columns at a time
+// (dots23), so that every value it loads serves several products.
 func mulAB(a, b []float64, m, n, k int) []float64 {
 	out := make([]float64, m*k)
-	for i := 0; i < m; i++ {
-		oi := out[i*k : (i+1)*k]
-		for l, av := range a[i*n : (i+1)*n] {
-			bl := b[l*k : (l+1)*k]
-			for c, bv := range bl {
-				oi[c] += float64(av * bv)
-			}
-		}
-	}
+	bt := transpose(make([]float64, k*n), b, n, k) // k × n
+	mulABt(out, a, bt, m, n, k)
 	return out
 }
 
-// mulAtB is Aᵀ·Y for A (m × n) and Y (m × k), row-major, each entry summed in order of m.
+// mulAtB is Aᵀ·Y for A (m × n) and Y (m × k), row-major, each entry summed in order of m
+// from +0, every product rounded. It takes A and Y a block of rows at a time, transposed,
+// and adds each block's products to the sums the blocks before it left (mulABt), so that
+// every entry is still summed in order of m.
 func mulAtB(a, y []float64, m, n, k int) []float64 {
+	const rows = 64
 	out := make([]float64, n*k)
-	for i := 0; i < m; i++ {
-		ai, yi := a[i*n:(i+1)*n], y[i*k:(i+1)*k]
-		for l, av := range ai {
-			ol := out[l*k : (l+1)*k]
-			for c, yv := range yi {
-				ol[c] += float64(av * yv)
-			}
-		}
+	at := make([]float64, n*rows) // the block of A, transposed: n × h
+	yt := make([]float64, k*rows) // the block of Y, transposed: k × h
+	for i := 0; i < m; i += rows {
+		h := min(rows, m-i)
+		transpose(at[:n*h], a[i*n:(i+h)*n], h, n)
+		transpose(yt[:k*h], y[i*k:(i+h)*k], h, k)
+		mulABt(out, at[:n*h], yt[:k*h], n, h, k)
 	}
 	return out
 }
 
-// gram is YᵀY (k × k) for Y (m × k), row-major.
+// mulABt adds X·Yᵀ to out (m × k) for X (m × n) and Y (k × n), row-major: to each entry
+// the products of row i of X and row c of Y, in order of n, every product rounded.
+func mulABt(out, x, y []float64, m, n, k int) {
+	var s [6]float64
+	i := 0
+	for ; i+2 <= m; i += 2 {
+		x0, x1 := x[i*n:(i+1)*n], x[(i+1)*n:(i+2)*n]
+		o0, o1 := out[i*k:(i+1)*k], out[(i+1)*k:(i+2)*k]
+		c := 0
+		for ; c+3 <= k; c += 3 {
+			s = [6]float64{o0[c], o0[c+1], o0[c+2], o1[c], o1[c+1], o1[c+2]}
+			dots23(&s, x0, x1, y[c*n:(c+1)*n], y[(c+1)*n:(c+2)*n], y[(c+2)*n:(c+3)*n])
+			copy(o0[c:c+3], s[:3])
+			copy(o1[c:c+3], s[3:])
+		}
+		for ; c < k; c++ {
+			o0[c] = addDot(o0[c], x0, y[c*n:(c+1)*n])
+			o1[c] = addDot(o1[c], x1, y[c*n:(c+1)*n])
+		}
+	}
+	if i < m {
+		xi, oi := x[i*n:(i+1)*n], out[i*k:(i+1)*k]
+		for c := range oi {
+			oi[c] = addDot(oi[c], xi, y[c*n:(c+1)*n])
+		}
+	}
+}
+
+// dots23 adds to s[3a+b] the products x_a[r]·y_b[r] (a < 2, b < 3), in order of r, every
+// product rounded: six sums at a time, each in its own variable (few enough to stay in
+// registers).
+func dots23(s *[6]float64, x0, x1, y0, y1, y2 []float64) {
+	n := len(x0)
+	x1, y0, y1, y2 = x1[:n], y0[:n], y1[:n], y2[:n]
+	s00, s01, s02, s10, s11, s12 := s[0], s[1], s[2], s[3], s[4], s[5]
+	for r := 0; r < n; r++ {
+		a0, a1 := x0[r], x1[r]
+		b0, b1, b2 := y0[r], y1[r], y2[r]
+		s00 += float64(a0 * b0)
+		s01 += float64(a0 * b1)
+		s02 += float64(a0 * b2)
+		s10 += float64(a1 * b0)
+		s11 += float64(a1 * b1)
+		s12 += float64(a1 * b2)
+	}
+	*s = [6]float64{s00, s01, s02, s10, s11, s12}
+}
+
+// addDot is s + Σ a_i·b_i, added in order, every product rounded.
+func addDot(s float64, a, b []float64) float64 {
+	b = b[:len(a)]
+	for i, v := range a {
+		s += float64(v * b[i])
+	}
+	return s
+}
+
+// gram is YᵀY (k × k) for Y (m × k), row-major, each entry summed in order of m from +0,
+// every product rounded. Entry (b, a) is entry (a, b): the same products (a product does
+// not depend on the order of its factors) summed in the same order, so only the upper
+// triangle is summed.
 func gram(y []float64, m, k int) []float64 {
 	g := make([]float64, k*k)
 	for i := 0; i < m; i++ {
 		yi := y[i*k : (i+1)*k]
 		for a, ya := range yi {
 			ga := g[a*k : (a+1)*k]
-			for b, yb := range yi {
-				ga[b] += float64(ya * yb)
+			for b := a; b < k; b++ {
+				ga[b] += float64(ya * yi[b])
 			}
+		}
+	}
+	for a := 0; a < k; a++ {
+		for b := a + 1; b < k; b++ {
+			g[b*k+a] = g[a*k+b]
 		}
 	}
 	return g
