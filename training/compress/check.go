@@ -198,6 +198,54 @@ func (m *Message) surelyWithin(maxNorm float64) bool {
 	return math.IsInf(maxNorm, 1) || math.Sqrt(hi) < maxNorm*(1-normMargin)
 }
 
+// SurelyWithinNorm reports whether every value m decodes to is certainly finite and the L2
+// norm of all of them, their squares summed in any order, certainly at most maxNorm (+Inf:
+// finite is enough), from its factors alone, without reconstructing the values: the test
+// of surelyWithin with the shared terms of a piece bound to its basis (Message.WithBases)
+// taken as more factor columns, and a slack for summing all the values' squares in one
+// running sum. It is false for a piece with shared coordinates and no basis bound, and
+// false means only that the values must be checked. A reader that would reconstruct every
+// value only to check them (a round's contribution reader) may skip that when it is true:
+// the check would pass.
+func (m *Message) SurelyWithinNorm(maxNorm float64) bool {
+	if !(maxNorm > 0) {
+		return false
+	}
+	var ss, slack float64
+	n := 0
+	for i := range m.pieces {
+		p := &m.pieces[i]
+		lo, hi := p.span()
+		n += hi - lo
+		if !p.lowRank() {
+			s, err := p.sumSquares(m.block)
+			if err != nil {
+				return false
+			}
+			ss += s
+			continue
+		}
+		if p.SRank > 0 && p.basis == nil {
+			return false
+		}
+		s, e, ok := p.factors(m.block).gramSumSquares()
+		if !ok {
+			return false
+		}
+		ss, slack = ss+s, slack+e
+	}
+	// The values' squares sum to at most ss plus twice the slack (the Gram sum and the
+	// values are each within the slack of the exact sum); one running sum of n squares
+	// adds at most n units of roundoff of that, for which 2n·2⁻⁵² leaves room.
+	hi := ss + 2*slack
+	hi += float64(float64(2*n) * 0x1p-52 * hi)
+	hi += float64(normMargin * hi)
+	if math.IsInf(hi, 0) || math.IsNaN(hi) {
+		return false
+	}
+	return math.IsInf(maxNorm, 1) || math.Sqrt(hi) < maxNorm*(1-normMargin)
+}
+
 // gramSumSquares returns the sum of squares of P·Qᵀ computed as Σ_ab (PᵀP)_ab (QᵀQ)_ab, and
 // a bound on how far that and the row-by-row sum (piece.sumSquares) may each be from the
 // exact value; ok is false when a factor is not finite or a value could overflow.

@@ -2,7 +2,9 @@ package compress
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -117,5 +119,115 @@ func TestGramSumSquaresBoundsTheRowByRowSum(t *testing.T) {
 	f.qt[1] = math.MaxFloat64 / 2
 	if _, _, ok := f.gramSumSquares(); ok {
 		t.Fatal("took factors whose product overflows")
+	}
+}
+
+// readNorm is what a round's contribution reader checks: every value of m read in the
+// model's order (like), and the sum of their squares in that order; ok is false when a
+// value is not finite.
+func readNorm(t *testing.T, m *Message, like []Tensor) (ss float64, ok bool) {
+	t.Helper()
+	rd, err := m.NewRangeReader(like)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float64, rd.Len())
+	if err := rd.Read(0, rd.Len(), vals); err != nil {
+		return 0, false
+	}
+	return sumSquares(vals), true
+}
+
+// SurelyWithinNorm never clears a message that reading every value would refuse: over
+// messages with and without shared bases, of several shapes, ranks and scales, and with a
+// scale made NaN, at every bound around the norm the reader sums; and it clears the
+// ordinary message under a bound with room (or none), so that the reader can skip the read.
+func TestSurelyWithinNormImpliesTheReadPasses(t *testing.T) {
+	rng := newRand(43)
+	sharedMsgs := 0
+	cases := []struct {
+		cfg    Config
+		shapes [][]int
+	}{
+		{Config{RankMin: 1, RankMax: 4, MinLowRank: 16}, [][]int{{64, 48}, {48}}},
+		{Config{RankMin: 1, RankMax: 8, FactorBits: 2, DenseBits: 4, MinLowRank: 16, SharedRank: 6}, [][]int{{96, 40}, {40}, {30, 50}}},
+		{Config{RankMin: 2, RankMax: 20, MinLowRank: 16, SharedRank: 16, ByteBudget: 3000}, [][]int{{130, 33}, {33}, {7, 5}}},
+	}
+	for ci, c := range cases {
+		for _, scale := range []float64{0, 1e-150, 1e-3, 1, 1e20, 1e29} {
+			names := make([]string, len(c.shapes))
+			like := make([]Tensor, len(c.shapes))
+			agg := make([]Tensor, len(c.shapes))
+			for i, s := range c.shapes {
+				names[i] = fmt.Sprint("t", i)
+				like[i] = Tensor{Name: names[i], Shape: s}
+				agg[i] = randTensor(rng, names[i], 1, s...)
+				if len(s) == 2 {
+					agg[i] = rankK(rng, names[i], s[0], s[1], 5)
+				}
+			}
+			bases, err := DeriveBases(mustEncoder(t, c.cfg).Config(), agg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := mustEncoder(t, c.cfg)
+			for r := range 3 {
+				ts := make([]Tensor, len(c.shapes))
+				for i, s := range c.shapes {
+					ts[i] = randTensor(rng, names[i], scale, s...)
+				}
+				m, err := e.EncodeRoundShared(uint64(r), ts, bases)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.cfg.SharedRank > 0 {
+					shared, unbound := false, *m // as a receiver decodes it
+					unbound.pieces = slices.Clone(m.pieces)
+					for i := range unbound.pieces {
+						shared = shared || unbound.pieces[i].SRank > 0
+						unbound.pieces[i].basis = nil
+					}
+					if shared && unbound.SurelyWithinNorm(math.Inf(1)) {
+						t.Fatalf("case %d: cleared shared coordinates without their basis", ci)
+					}
+					if shared {
+						sharedMsgs++
+					}
+					if m, err = m.WithBases(bases); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ss, ok := readNorm(t, m, like)
+				norm := math.Sqrt(ss)
+				for _, b := range probeNorms(norm) {
+					if m.SurelyWithinNorm(b) && (!ok || !(norm <= b)) {
+						t.Fatalf("case %d scale %g round %d: cleared for %v, the read gives norm %v (finite %v)", ci, scale, r, b, norm, ok)
+					}
+				}
+				if scale <= 1e20 && (!m.SurelyWithinNorm(math.Inf(1)) || !m.SurelyWithinNorm(2*norm+1e-300)) {
+					t.Fatalf("case %d scale %g round %d: did not clear an ordinary message (norm %v)", ci, scale, r, norm)
+				}
+				for i := range m.pieces { // a NaN scale in any piece: never cleared
+					bad := *m
+					bad.pieces = slices.Clone(m.pieces)
+					p := &bad.pieces[i]
+					sc := &p.Scales
+					if p.lowRank() {
+						sc = &p.QScales
+					}
+					if len(*sc) < 2 {
+						continue
+					}
+					*sc = slices.Clone(*sc)
+					(*sc)[0], (*sc)[1] = 0xc0, 0x7f
+					if bad.SurelyWithinNorm(math.Inf(1)) {
+						t.Fatalf("case %d: cleared a message with a NaN scale in %q", ci, p.Name)
+					}
+				}
+			}
+		}
+	}
+	if sharedMsgs == 0 {
+		t.Fatal("no message with shared coordinates")
 	}
 }

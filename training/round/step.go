@@ -225,7 +225,8 @@ func (l *layout) shapeList() [][]int {
 // reader checks that msg decodes into the model's tensors, every tensor due in the round
 // (due nil: all) present exactly once with its shape and every other one absent (its
 // values are zero), every value finite and the L2 norm at most bound (summed in coordinate
-// order, as over the whole vector), reading it a range at a time into buf, and returns a
+// order, as over the whole vector), reading it a range at a time into buf (unless its
+// factors alone show that it passes: compress.Message.SurelyWithinNorm), and returns a
 // reader of its values in the model's parameter order. The aggregation reads the
 // contribution again from it, range by range: no contribution is ever held decoded whole.
 func (l *layout) reader(msg *compress.Message, bound float64, buf []float64, due []bool) (*compress.RangeReader, error) {
@@ -236,6 +237,9 @@ func (l *layout) reader(msg *compress.Message, bound float64, buf []float64, due
 	rd, err := msg.NewRangeReaderDue(like, due)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if msg.SurelyWithinNorm(bound) { // the factors show that the check would pass
+		return rd, nil
 	}
 	ss := 0.0
 	for lo := 0; lo < l.size; lo += len(buf) {
