@@ -126,6 +126,8 @@ func (e *Encoder) sharedMax(b *Basis) int { return min(b.K, e.cfg.SharedRank) }
 
 // coordsOf returns C = Uᵀ·x (sharedMax rows of cols values) for tensor t's next input x
 // (delta plus the decayed residual, as addInput forms it), computed once per encoding.
+// Each value is summed over the rows of x in order, a product with a zero entry of U
+// skipped; four rows are added at a time (addRows), in the same order.
 func (e *Encoder) coordsOf(t Tensor, b *Basis) []float64 {
 	if c := e.coords[t.Name]; c != nil {
 		return c
@@ -137,28 +139,93 @@ func (e *Encoder) coordsOf(t Tensor, b *Basis) []float64 {
 		res, beta = st.residual, e.decayOf(st)
 	}
 	c := make([]float64, k*cols)
-	x := make([]float64, cols)
-	for i := 0; i < rows; i++ {
-		d := t.Data[i*cols : (i+1)*cols]
-		for j, v := range d {
-			x[j] = v
-			if res != nil {
-				x[j] = float64(beta*res[i*cols+j]) + v
+	x := make([]float64, 4*cols) // four rows of x
+	u := make([]float64, 4)
+	for i0 := 0; i0 < rows; i0 += 4 {
+		h := min(4, rows-i0)
+		for r := 0; r < h; r++ {
+			i := i0 + r
+			d, xr := t.Data[i*cols:(i+1)*cols], x[r*cols:(r+1)*cols]
+			for j, v := range d {
+				xr[j] = v
+				if res != nil {
+					xr[j] = float64(beta*res[i*cols+j]) + v
+				}
 			}
 		}
-		u := b.U[i*b.K : i*b.K+k]
-		for a, ua := range u {
-			if ua == 0 {
-				continue
+		for a := 0; a < k; a++ {
+			for r := 0; r < h; r++ {
+				u[r] = b.U[(i0+r)*b.K+a]
 			}
-			ca := c[a*cols : (a+1)*cols]
-			for j, v := range x {
-				ca[j] += ua * v
-			}
+			addRows(c[a*cols:(a+1)*cols], u[:h], x[:h*cols])
 		}
 	}
 	e.coords[t.Name] = c
 	return c
+}
+
+// addRows adds w[r]·x_r to dst for the rows x_r of x (len(w) rows of len(dst) values), in
+// order of r, every product rounded, skipping every r whose w[r] is zero; four rows at a time when none of
+// their weights is zero, which adds the same products in the same order.
+func addRows(dst, w, x []float64) {
+	n := len(dst)
+	if len(w) == 4 && w[0] != 0 && w[1] != 0 && w[2] != 0 && w[3] != 0 {
+		w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
+		x0, x1, x2, x3 := x[:n], x[n:2*n], x[2*n:3*n], x[3*n:4*n]
+		for j := range dst {
+			v := dst[j]
+			v += float64(w0 * x0[j])
+			v += float64(w1 * x1[j])
+			v += float64(w2 * x2[j])
+			dst[j] = v + float64(w3*x3[j])
+		}
+		return
+	}
+	for r, wr := range w {
+		if wr == 0 {
+			continue
+		}
+		for j, v := range x[r*n : (r+1)*n] {
+			dst[j] += float64(wr * v)
+		}
+	}
+}
+
+// subtractRows subtracts w[r]·x_r from dst for the rows x_r of x (len(w) rows of
+// len(dst) values), in order of r, every product rounded, skipping every r whose w[r] is zero; four rows at a
+// time when none of their weights is zero, which subtracts the same products in the same
+// order.
+func subtractRows(dst, w, x []float64) {
+	n := len(dst)
+	r := 0
+	for ; r+4 <= len(w); r += 4 {
+		w0, w1, w2, w3 := w[r], w[r+1], w[r+2], w[r+3]
+		if w0 == 0 || w1 == 0 || w2 == 0 || w3 == 0 {
+			subtractRowsOneByOne(dst, w[r:r+4], x[r*n:(r+4)*n])
+			continue
+		}
+		x0, x1, x2, x3 := x[r*n:(r+1)*n], x[(r+1)*n:(r+2)*n], x[(r+2)*n:(r+3)*n], x[(r+3)*n:(r+4)*n]
+		for j := range dst {
+			v := dst[j]
+			v -= float64(w0 * x0[j])
+			v -= float64(w1 * x1[j])
+			v -= float64(w2 * x2[j])
+			dst[j] = v - float64(w3*x3[j])
+		}
+	}
+	subtractRowsOneByOne(dst, w[r:], x[r*n:])
+}
+
+func subtractRowsOneByOne(dst, w, x []float64) {
+	n := len(dst)
+	for r, wr := range w {
+		if wr == 0 {
+			continue
+		}
+		for j, v := range x[r*n : (r+1)*n] {
+			dst[j] -= float64(wr * v)
+		}
+	}
 }
 
 // encodeShared sends x (rows × cols, t's input) as s coordinates on b plus private terms
@@ -177,16 +244,7 @@ func (e *Encoder) encodeShared(t Tensor, st *tensorState, x []float64, b *Basis,
 	dequantiseCols(ch, codes, scales, s, bits, e.cfg.BlockSize)
 	rest := slices.Clone(x)
 	for i := 0; i < rows; i++ {
-		ri := rest[i*cols : (i+1)*cols]
-		for a := 0; a < s; a++ {
-			ua := b.U[i*b.K+a]
-			if ua == 0 {
-				continue
-			}
-			for j, v := range ch[a*cols : (a+1)*cols] {
-				ri[j] -= ua * v
-			}
-		}
+		subtractRows(rest[i*cols:(i+1)*cols], b.U[i*b.K:i*b.K+s], ch)
 	}
 	p, err := st.lr.factor(t.Name, rest, e.cfg.PowerIters, bits, e.cfg.BlockSize)
 	if err != nil {

@@ -2,6 +2,7 @@ package compress
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -86,5 +87,55 @@ func TestBasisKernelsMatchReferences(t *testing.T) {
 		same("mulAB", m, n, k, mulAB(a, b, m, n, k), mulABRef(a, b, m, n, k))
 		same("mulAtB", m, n, k, mulAtB(a, y, m, n, k), mulAtBRef(a, y, m, n, k))
 		same("gram", m, n, k, gram(y, m, k), gramRef(y, m, k))
+	}
+}
+
+// addRows and subtractRows give the bits of adding (subtracting) the rows one at a time,
+// in order, a row with a zero weight skipped (which a sum that is -0 would tell apart).
+func TestAddSubtractRowsMatchOneByOne(t *testing.T) {
+	rng := newRand(44)
+	for trial := range 300 {
+		n, h := 1+rng.IntN(20), rng.IntN(11)
+		w, x := make([]float64, h), randTensor(rng, "", 1, h*n).Data
+		for r := range w {
+			switch rng.IntN(4) {
+			case 0:
+				w[r] = 0
+			case 1:
+				w[r] = math.Copysign(0, -1)
+			default:
+				w[r] = rng.NormFloat64()
+			}
+		}
+		start := randTensor(rng, "", 1, n).Data
+		for j := range start {
+			if rng.IntN(3) == 0 {
+				start[j] = math.Copysign(0, -1)
+			}
+		}
+		for _, sub := range []bool{false, true} {
+			want := slices.Clone(start)
+			for r, wr := range w {
+				if wr == 0 {
+					continue
+				}
+				for j := range want {
+					if sub {
+						want[j] -= float64(wr * x[r*n+j])
+					} else {
+						want[j] += float64(wr * x[r*n+j])
+					}
+				}
+			}
+			got := slices.Clone(start)
+			if sub {
+				subtractRows(got, w, x)
+			} else {
+				addRows(got, w, x)
+			}
+			if !slices.Equal(floatBitsOf(got), floatBitsOf(want)) {
+				t.Fatalf("trial %d (subtract %v, weights %v): %v, want %v", trial, sub, w, got, want)
+			}
+		}
 	}
 }
