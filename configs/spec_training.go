@@ -144,6 +144,12 @@ type CompressionSpec struct {
 	// train only: a node refuses a spec that sets it (node.NewParams), and shared
 	// coordinates from peers (compress.Limits.NoShared).
 	SharedRank int `toml:"shared_rank" cbor:"15,keyasint,omitempty"`
+	// SharedPowerIters, with shared_rank, is the number of power iterations of each
+	// basis' derivation (compress.Config.SharedPowerIters): 0 means 1 (three products of
+	// each matrix with a sketch of shared_rank + 8 columns), -1 none (two products: the
+	// matrix's range seen through the sketch, the whole range when the aggregate has
+	// fewer directions than the sketch, as at momentum 0 it mostly has). In [-1, 1].
+	SharedPowerIters int `toml:"shared_power_iters" cbor:"16,keyasint,omitempty"`
 }
 
 // DefaultMaxNorm is the shard norm bound of a spec that sets none: a sanity bound, far above
@@ -275,7 +281,7 @@ func (t *TrainingSpec) fill() {
 		if c.DenseEvery != 0 {
 			t.Compression.DenseEvery = c.DenseEvery
 		}
-		t.Compression.SharedRank = c.SharedRank
+		t.Compression.SharedRank, t.Compression.SharedPowerIters = c.SharedRank, c.SharedPowerIters
 	}
 	if t.Compression.FeedbackDecay == 0 {
 		t.Compression.FeedbackDecay = 1
@@ -384,11 +390,11 @@ func (o *OuterOptSpec) validate() error {
 }
 
 // withoutBounds is c without the fields added after the first spec (feedback_decay,
-// max_norm, factor_bits, target_ratio, first_budget, dense_every, shared_rank), which fill on
-// their own.
+// max_norm, factor_bits, target_ratio, first_budget, dense_every, shared_rank,
+// shared_power_iters), which fill on their own.
 func (c CompressionSpec) withoutBounds() CompressionSpec {
 	c.FeedbackDecay, c.MaxNorm, c.FactorBits, c.TargetRatio, c.FirstBudget, c.DenseEvery = 0, 0, 0, 0, 0, 0
-	c.SharedRank = 0
+	c.SharedRank, c.SharedPowerIters = 0, 0
 	return c
 }
 
@@ -422,6 +428,8 @@ func (c *CompressionSpec) validate() error {
 		return keyErr("dense_every", "%d not in [0, 64]", c.DenseEvery)
 	case c.SharedRank < 0 || c.SharedRank > 64:
 		return keyErr("shared_rank", "%d not in [0, 64]", c.SharedRank)
+	case c.SharedPowerIters < -1 || c.SharedPowerIters > 1 || c.SharedPowerIters != 0 && c.SharedRank == 0:
+		return keyErr("shared_power_iters", "%d: want -1 (none), 0 or 1 (one), with shared_rank above 0", c.SharedPowerIters)
 	case !finite(c.MaxNorm) || c.MaxNorm <= 0 || c.MaxNorm > MaxMaxNorm:
 		return keyErr("max_norm", "%v: want a positive number at most %g", c.MaxNorm, float64(MaxMaxNorm))
 	}

@@ -60,7 +60,16 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"compression.dense_every", func(s *TrainingSpec) { s.Compression.DenseEvery = 65 }},
 		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = -1 }},
 		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = 65 }},
-		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = 16 }}, // with the default delay
+		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = 16 }},              // with the default delay
+		{"compression.shared_power_iters", func(s *TrainingSpec) { s.Compression.SharedPowerIters = -1 }}, // without shared_rank
+		{"compression.shared_power_iters", func(s *TrainingSpec) {
+			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
+			s.Compression.SharedRank, s.Compression.SharedPowerIters = 16, 2
+		}},
+		{"compression.shared_power_iters", func(s *TrainingSpec) {
+			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
+			s.Compression.SharedRank, s.Compression.SharedPowerIters = 16, -2
+		}},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = math.Inf(1) }},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = 1e300 }}, // would let a round's aggregate overflow
@@ -121,7 +130,8 @@ func TestTrainingSpecDelayNormSliceErrorsNameLine(t *testing.T) {
 }
 
 // compression.shared_rank is accepted without the delay and kept as written; a spec that
-// sets only it among the codec's fields still gets the default codec besides it.
+// sets only it (and shared_power_iters) among the codec's fields still gets the default
+// codec besides them.
 func TestSharedRankWithoutDelay(t *testing.T) {
 	s := DefaultTrainingSpec()
 	s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
@@ -134,5 +144,11 @@ func TestSharedRankWithoutDelay(t *testing.T) {
 	only.Compression = CompressionSpec{SharedRank: 8}
 	if err := only.validate(); err != nil || only.Compression.SharedRank != 8 || only.Compression.RankMax != DefaultTrainingSpec().Compression.RankMax {
 		t.Fatalf("only shared_rank set: %v, %+v", err, only.Compression)
+	}
+	both := DefaultTrainingSpec()
+	both.Outer = s.Outer
+	both.Compression = CompressionSpec{SharedRank: 8, SharedPowerIters: -1}
+	if err := both.validate(); err != nil || both.Compression.SharedPowerIters != -1 || both.Compression.RankMax != DefaultTrainingSpec().Compression.RankMax {
+		t.Fatalf("only shared_rank and shared_power_iters set: %v, %+v", err, both.Compression)
 	}
 }

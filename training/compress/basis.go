@@ -38,10 +38,13 @@ const SharedOversample = 8
 // Y = A·V; the eigenvectors W of YᵀY (cyclic Jacobi), in order of decreasing eigenvalue,
 // rotate Y, and the first SharedRank columns of Y·W, orthonormalised (modified Gram-Schmidt,
 // twice), are U: a Rayleigh-Ritz estimate of A's leading left singular vectors after one
-// power iteration. Directions whose eigenvalue is below 1e-20 of the largest are dropped,
-// so K may be less than SharedRank. Everything is plain float64 arithmetic in a fixed
-// order with every product rounded (no fused multiply-add) and exactly rounded square
-// roots, so every machine derives the same bits.
+// power iteration. With cfg.SharedPowerIters -1, without it: A·Ω orthonormalised is Y, W
+// the eigenvectors of (AᵀY)ᵀ(AᵀY), and U the first SharedRank columns of Y·W,
+// orthonormalised as above: two products with A instead of three, the same basis (to
+// rounding) when A has fewer than k directions. Directions whose eigenvalue is below 1e-20
+// of the largest are dropped, so K may be less than SharedRank. Everything is plain
+// float64 arithmetic in a fixed order with every product rounded (no fused multiply-add)
+// and exactly rounded square roots, so every machine derives the same bits.
 func DeriveBases(cfg Config, agg []Tensor) (Bases, error) {
 	if cfg.SharedRank == 0 {
 		return nil, nil
@@ -61,7 +64,7 @@ func DeriveBases(cfg Config, agg []Tensor) (Bases, error) {
 		if !finite(t.Data) {
 			return nil, fmt.Errorf("%w: %q: %w", ErrInput, t.Name, ErrNotFinite)
 		}
-		if b := deriveBasis(t.Name, t.Data, t.Shape[0], t.Shape[1], cfg.SharedRank); b != nil {
+		if b := deriveBasis(t.Name, t.Data, t.Shape[0], t.Shape[1], cfg.SharedRank, cfg.SharedPowerIters >= 0); b != nil {
 			out[t.Name] = b
 		}
 	}
@@ -74,8 +77,11 @@ func sharedShape(shape []int, minLowRank int) bool {
 	return lowRankShape(shape, minLowRank) && shape[0] >= shape[1]
 }
 
-// deriveBasis is DeriveBases for one matrix a (m × n, m ≥ n); nil when a is zero.
-func deriveBasis(name string, a []float64, m, n, rank int) *Basis {
+// deriveBasis is DeriveBases for one matrix a (m × n, m ≥ n); nil when a is zero. With
+// power false it finds the range without the power iteration: Y = A·Ω orthonormalised
+// into Q, the eigenvectors W of (AᵀQ)ᵀ(AᵀQ) = QᵀAAᵀQ, and U the first columns of Q·W,
+// two products with A instead of three.
+func deriveBasis(name string, a []float64, m, n, rank int, power bool) *Basis {
 	k := min(rank+SharedOversample, n)
 	omega := make([]float64, n*k)
 	rng := rand.New(rand.NewPCG(0x5eed5ba515, fnv64(name)))
@@ -83,13 +89,22 @@ func deriveBasis(name string, a []float64, m, n, rank int) *Basis {
 		// uniform in [-1, 1): an integer scaled exactly, the same on every machine
 		omega[i] = float64(int64(rng.Uint64()>>11)-(1<<52)) / (1 << 52)
 	}
-	y := mulAB(a, omega, m, n, k)            // m × k
-	z := mulAtB(a, y, m, n, k)               // n × k
-	if k = orthonormalise(z, n, k); k == 0 { // A is zero (or numerically so)
-		return nil
+	y := mulAB(a, omega, m, n, k) // m × k
+	var g []float64               // k × k, whose eigenvectors rotate y
+	if power {
+		z := mulAtB(a, y, m, n, k)               // n × k
+		if k = orthonormalise(z, n, k); k == 0 { // A is zero (or numerically so)
+			return nil
+		}
+		y = mulAB(a, z[:n*k], m, n, k) // m × k
+		g = gram(y, m, k)
+	} else {
+		if k = orthonormalise(y, m, k); k == 0 {
+			return nil
+		}
+		y = y[:m*k]
+		g = gram(mulAtB(a, y, m, n, k), n, k)
 	}
-	y = mulAB(a, z[:n*k], m, n, k) // m × k
-	g := gram(y, m, k)             // k × k
 	w, lam := jacobiEigen(g, k)
 	top := lam[0]
 	if !(top > 0) {

@@ -53,8 +53,15 @@ func spectral(u, v, sigma []float64, m, n int) []float64 {
 // The derived basis is orthonormal, spans the aggregate's leading left singular vectors in
 // order (against the construction's own, the naive reference), drops directions the
 // aggregate does not have, and is the same bits every time; a zero or wide matrix, or a
-// shared rank of 0, has none.
+// shared rank of 0, has none. So with the power iteration (the default) and without
+// (SharedPowerIters -1).
 func TestDeriveBasesFindsTheLeadingSubspace(t *testing.T) {
+	for _, iters := range []int{0, 1, -1} {
+		deriveBasesFindsTheLeadingSubspace(t, iters)
+	}
+}
+
+func deriveBasesFindsTheLeadingSubspace(t *testing.T, iters int) {
 	rng := newRand(21)
 	const m, n = 40, 24
 	sigma := []float64{10, 7, 5, 3, 1, 0.5}
@@ -62,7 +69,7 @@ func TestDeriveBasesFindsTheLeadingSubspace(t *testing.T) {
 	a := Tensor{Name: "w", Shape: []int{m, n}, Data: spectral(u, v, sigma, m, n)}
 	wide := randTensor(rng, "wide", 1, 8, 30)
 	zero := Tensor{Name: "z", Shape: []int{30, 8}, Data: make([]float64, 240)}
-	cfg := Config{SharedRank: 4, MinLowRank: 16}
+	cfg := Config{SharedRank: 4, MinLowRank: 16, SharedPowerIters: iters}
 	bs, err := DeriveBases(cfg, []Tensor{a, wide, zero, randTensor(rng, "b", 1, 24)})
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +112,75 @@ func TestDeriveBasesFindsTheLeadingSubspace(t *testing.T) {
 	if bl, _ := DeriveBases(cfg, []Tensor{low}); bl["w"] == nil || bl["w"].K != 2 {
 		t.Fatalf("a rank-2 aggregate gave a basis of %v columns, want 2", bl["w"])
 	}
-	if none, err := DeriveBases(Config{MinLowRank: 16}, []Tensor{a}); none != nil || err != nil {
+	if none, err := DeriveBases(Config{MinLowRank: 16, SharedPowerIters: iters}, []Tensor{a}); none != nil || err != nil {
 		t.Fatalf("shared rank 0 gave %v, %v", none, err)
 	}
 	bad := Tensor{Name: "w", Shape: []int{m, n}, Data: slices.Clone(a.Data)}
 	bad.Data[3] = math.NaN()
 	if _, err := DeriveBases(cfg, []Tensor{bad}); !errors.Is(err, ErrNotFinite) {
 		t.Fatalf("NaN aggregate: %v", err)
+	}
+}
+
+// Without the power iteration (SharedPowerIters -1) the basis of an aggregate whose rank is
+// below the sketch's width is the one the power iteration gives, to rounding (up to each
+// column's sign), and the same bits every time; on a full-rank aggregate (a strong low-rank
+// part and noise) both come close to its leading singular vectors, the power iteration
+// closer.
+func TestDeriveBasesWithoutThePowerIteration(t *testing.T) {
+	rng := newRand(22)
+	const m, n = 90, 60
+	sigma := []float64{9, 8, 6, 5, 3, 2, 1.5, 1}
+	u, v := orthonormalCols(rng, m, len(sigma)), orthonormalCols(rng, n, len(sigma))
+	low := Tensor{Name: "w", Shape: []int{m, n}, Data: spectral(u, v, sigma, m, n)}
+	noisy := Tensor{Name: "w", Shape: []int{m, n}, Data: slices.Clone(low.Data)}
+	for i := range noisy.Data {
+		noisy.Data[i] += 0.02 * rng.NormFloat64()
+	}
+	for _, k := range []int{4, 6} {
+		with, without := Config{SharedRank: k, MinLowRank: 16}, Config{SharedRank: k, MinLowRank: 16, SharedPowerIters: -1}
+		bw, _ := DeriveBases(with, []Tensor{low})
+		bo, _ := DeriveBases(without, []Tensor{low})
+		again, _ := DeriveBases(without, []Tensor{low})
+		if bw["w"] == nil || bo["w"] == nil || bo["w"].K != k || !slices.Equal(bo["w"].U, again["w"].U) {
+			t.Fatalf("rank %d: bases %v and %v, or not the same bits again", k, bw["w"], bo["w"])
+		}
+		for c := 0; c < k; c++ {
+			var dot float64
+			for i := 0; i < m; i++ {
+				dot += bw["w"].U[i*k+c] * bo["w"].U[i*k+c]
+			}
+			if math.Abs(math.Abs(dot)-1) > 1e-9 {
+				t.Fatalf("rank %d, column %d: |dot| %v between the two bases, want 1", k, c, math.Abs(dot))
+			}
+		}
+		// On the noisy aggregate: the energy of the leading k singular vectors each basis
+		// holds, ‖Uᵀu_top‖²/k, near 1 for both.
+		captured := func(cfg Config) float64 {
+			bs, _ := DeriveBases(cfg, []Tensor{noisy})
+			b := bs["w"]
+			var e float64
+			for c := 0; c < b.K; c++ {
+				for d := 0; d < k; d++ {
+					var dot float64
+					for i := 0; i < m; i++ {
+						dot += b.U[i*b.K+c] * u[i*len(sigma)+d]
+					}
+					e += dot * dot
+				}
+			}
+			return e / float64(k)
+		}
+		cw, co := captured(with), captured(without)
+		if !(cw > 0.99) || !(co > 0.97) || !(cw >= co-1e-9) {
+			t.Fatalf("rank %d on the noisy aggregate: captured %v with the power iteration, %v without", k, cw, co)
+		}
+	}
+	for _, bad := range []int{-2, 2} {
+		cfg := Config{SharedRank: 4, SharedPowerIters: bad}
+		if err := cfg.Validate(); !errors.Is(err, ErrConfig) {
+			t.Fatalf("shared power iterations %d: %v", bad, err)
+		}
 	}
 }
 

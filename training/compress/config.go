@@ -92,6 +92,12 @@ type Config struct {
 	// within RankMax (a receiver's Limits.MaxRank bounds their sum). At most
 	// MaxSharedRank; the low-rank codec only.
 	SharedRank int
+	// SharedPowerIters is the number of power iterations DeriveBases runs before it reads
+	// each shared basis off the aggregate: 0 means 1 (the default: three products of each
+	// matrix with a sketch of it), -1 none (two products: the range of the matrix times
+	// the sketch, which is the matrix's whole range when its rank is below the sketch's
+	// width, SharedRank + SharedOversample).
+	SharedPowerIters int
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -150,6 +156,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: dense every %d not in [0, %d]", ErrConfig, c.DenseEvery, MaxDenseEvery)
 	case c.SharedRank < 0 || c.SharedRank > MaxSharedRank || c.SharedRank > 0 && c.Codec == CodecTopK:
 		return fmt.Errorf("%w: shared rank %d (want 0 to %d, with the low-rank codec)", ErrConfig, c.SharedRank, MaxSharedRank)
+	case c.SharedPowerIters < -1 || c.SharedPowerIters > 1:
+		return fmt.Errorf("%w: shared power iterations %d (want -1 for none, 0 or 1 for one)", ErrConfig, c.SharedPowerIters)
 	case c.FactorBits == 2 && c.BlockSize%4 != 0:
 		return fmt.Errorf("%w: block size %d with 2-bit factors (want a multiple of 4)", ErrConfig, c.BlockSize)
 	}
