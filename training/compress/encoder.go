@@ -309,6 +309,7 @@ func (e *Encoder) check(ts []Tensor) ([]float64, error) {
 		if st != nil {
 			res, b = st.residual, e.decayOf(st)
 		}
+		var en float64 // the sum in a variable, not in energy[k]: a register, not a store and a load per value
 		for i, v := range t.Data {
 			x := v
 			if res != nil {
@@ -320,8 +321,9 @@ func (e *Encoder) check(ts []Tensor) ([]float64, error) {
 				}
 				return nil, fmt.Errorf("%w: %q: %w: |value| %g > %g", ErrInput, t.Name, ErrRange, x, maxAbsInput)
 			}
-			energy[k] += float64(x * x)
+			en += float64(x * x)
 		}
+		energy[k] = en
 	}
 	return energy, nil
 }
