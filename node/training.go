@@ -168,10 +168,13 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	}
 	n.checks = newFullChecks(fullConfig{
 		Self: id, Wire: w, Checker: p.Checker, EvidenceWindow: p.Ledger.EvidenceWindow, Due: due,
-		Ledger:  n.ledger.state.Load,
-		Fetch:   newFetchClient(lateHost{n}, s.NetworkID(), w),
-		Peers:   func() []peer.ID { return n.host.TopicPeers(p2p.KindRecords) },
-		Deliver: func(ev any) bool { return n.train.loop.deliver(ev) },
+		Ledger: n.ledger.state.Load,
+		Fetch:  newFetchClient(lateHost{n}, s.NetworkID(), w),
+		Peers:  func() []peer.ID { return n.host.TopicPeers(p2p.KindRecords) },
+		// n.train is set once newTraining returns, before the validators are registered
+		// (Run subscribes later); nothing is delivered before it, and what would be is
+		// Ignore (busy).
+		Deliver: func(ev any) bool { return n.train != nil && n.train.loop.deliver(ev) },
 		Publish: publish, Metrics: met, Log: n.log,
 	})
 	att, err := newAttestor(n.opts.Config.Attest, n.opts.Home.Dir, key, s, n.checks.reg, publish)
