@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"time"
 
 	"github.com/lowband/lowband/node"
 	"github.com/lowband/lowband/p2p/p2ptest"
@@ -26,6 +27,12 @@ type SwarmResult struct {
 	// StallShare is, for the worst honest node, the time its local work waited for a round
 	// to close over the wall-clock time from the swarm's start to the last round's close.
 	StallShare float64 `json:"stall_share"`
+	// ExchangeStallShare is StallShare counting only what the exchange could have ended:
+	// of each wait for a round to close, the part after the last of the contributions the
+	// round included had left its sender (the time between is a peer still computing:
+	// the nodes' uneven shares of the machine, not the network). A wait whose included
+	// contributions' sending times are not all known counts whole.
+	ExchangeStallShare float64 `json:"exchange_stall_share"`
 	// ContributionBytesPerNodeRound is a node's own signed shard bytes per round.
 	ContributionBytesPerNodeRound float64 `json:"contribution_bytes_per_node_round"`
 	// WireBytesPerNodeRound is what a node sent per round over every protocol (gossip
@@ -117,14 +124,16 @@ func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
 			honest = append(honest, n)
 		}
 	}
+	sentAt := sentTimes(nodes)
 	nr := float64(len(honest) * res.Rounds)
 	var contrib, sent, recv, initial, final, formed float64
 	res.RootsAgree = true
 	var root, ledger string
 	for i, n := range honest {
 		rs := measured(n.st, res.Rounds)
-		var stall float64
+		var stall, exchange float64
 		for _, r := range rs {
+			exchange += exchangeStall(n.peer, r, sentAt)
 			contrib += float64(r.ContributionBytes)
 			sent += float64(r.WireBytesSent)
 			if r.Round > 0 {
@@ -134,6 +143,7 @@ func fillSwarm(res *SwarmResult, nodes []swarmNode, wall float64) {
 			stall += r.StallS
 		}
 		res.StallShare = max(res.StallShare, stall/wall)
+		res.ExchangeStallShare = max(res.ExchangeStallShare, exchange/wall)
 		if n.st.InitialLoss != nil {
 			initial += *n.st.InitialLoss
 		}
@@ -179,7 +189,7 @@ func fillAdversaries(res *SwarmResult, nodes, honest []swarmNode) {
 			for _, r := range measured(h.st, res.Rounds) {
 				if slices.Contains(r.Included, a.peer) && !slices.Contains(r.Filtered, a.peer) { // filtered: aggregated with no weight
 					sa.Aggregated++
-					if node.BadIn(a.adversary, r.Round) {
+					if node.BadIn(a.adversary) {
 						bad++
 					}
 				}
@@ -196,4 +206,46 @@ func fillAdversaries(res *SwarmResult, nodes, honest []swarmNode) {
 		}
 	}
 	res.SlashedCorrectly, res.HonestSlashed, res.BadAggregated = &correct, &wronged, &bad
+}
+
+// sentTimes is, by peer and round, when each node's contribution went out (RoundStatus.SentAt).
+func sentTimes(nodes []swarmNode) map[string]map[uint64]time.Time {
+	out := make(map[string]map[uint64]time.Time, len(nodes))
+	for _, n := range nodes {
+		m := map[uint64]time.Time{}
+		for _, r := range n.st.Rounds {
+			if t, err := time.Parse(time.RFC3339Nano, r.SentAt); err == nil {
+				m[r.Round] = t
+			}
+		}
+		out[n.peer] = m
+	}
+	return out
+}
+
+// exchangeStall is the part of self's wait for round r to close that came after the last
+// contribution r included had been sent (ExchangeStallShare), in seconds.
+func exchangeStall(self string, r node.RoundStatus, sent map[string]map[uint64]time.Time) float64 {
+	if r.StallS <= 0 {
+		return 0
+	}
+	closed, err := time.Parse(time.RFC3339Nano, r.ClosedAt)
+	if err != nil {
+		return r.StallS
+	}
+	stall := time.Duration(r.StallS * float64(time.Second))
+	from := closed.Add(-stall) // when the wait began
+	for _, p := range r.Included {
+		if p == self {
+			continue
+		}
+		t, ok := sent[p][r.Round]
+		if !ok {
+			return r.StallS
+		}
+		if t.After(from) {
+			from = t
+		}
+	}
+	return min(max(closed.Sub(from), 0), stall).Seconds()
 }

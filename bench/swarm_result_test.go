@@ -1,15 +1,18 @@
 package bench
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/lowband/lowband/node"
 )
 
 // TestSwarmAdversaryCounts: from hand-made statuses, an equivocator slashed by both honest
-// nodes counts as slashed correctly, its aggregates before and after the round it
-// equivocates in are not bad and the one of that round is, one filtered out whole is not
-// aggregated, and an honest peer slashed by one honest node counts once.
+// nodes counts as slashed correctly, and its aggregates, in the round it equivocates in
+// too, are not bad (the list vote picks one of its two valid versions alike everywhere);
+// a nan contribution aggregated is bad, one filtered out whole is not aggregated, and an
+// honest peer slashed by one honest node counts once.
 func TestSwarmAdversaryCounts(t *testing.T) {
 	from := node.EquivocatesIn()
 	rounds := func(included ...[]string) []node.RoundStatus {
@@ -20,17 +23,16 @@ func TestSwarmAdversaryCounts(t *testing.T) {
 		return out
 	}
 	before, after := make([][]string, from+2), make([][]string, from+2)
-	before[0] = []string{"eq", "h1"}
+	before[0] = []string{"eq", "h1", "nan"}
 	after[from] = []string{"eq"}
 	nodes := []swarmNode{
 		{peer: "eq", adversary: node.AdvEquivocate, st: &node.TrainingStatus{}},
-		{peer: "flip", adversary: node.AdvSignFlip, st: &node.TrainingStatus{}},
+		{peer: "nan", adversary: node.AdvNaN, st: &node.TrainingStatus{}},
 		{peer: "h1", st: &node.TrainingStatus{Slashed: []string{"eq"}, Rounds: rounds(before...)}},
 		{peer: "h2", st: &node.TrainingStatus{Slashed: []string{"eq", "h1"}, Rounds: rounds(after...)}},
 	}
 	// Listed but left out whole by the aggregation rule: not aggregated.
-	nodes[3].st.Rounds[from+1].Included, nodes[3].st.Rounds[from+1].Filtered = []string{"eq"}, []string{"eq"}
-	// After the round it equivocated in, its contributions are valid until it is jailed.
+	nodes[3].st.Rounds[from+1].Included, nodes[3].st.Rounds[from+1].Filtered = []string{"eq", "nan"}, []string{"eq", "nan"}
 	nodes[2].st.Rounds[from+1].Included = []string{"eq"}
 	res := &SwarmResult{Nodes: 4, Rounds: int(from) + 2}
 	fillSwarm(res, nodes, 1)
@@ -40,8 +42,8 @@ func TestSwarmAdversaryCounts(t *testing.T) {
 	if a := res.Adversaries[0]; a.SlashedBy != 2 || a.Aggregated != 3 {
 		t.Errorf("equivocator slashed by %d, aggregated %d times; want 2, 3", a.SlashedBy, a.Aggregated)
 	}
-	if a := res.Adversaries[1]; a.SlashedBy != 0 || a.Aggregated != 0 {
-		t.Errorf("sign-flipper slashed by %d, aggregated %d times; want 0, 0", a.SlashedBy, a.Aggregated)
+	if a := res.Adversaries[1]; a.SlashedBy != 0 || a.Aggregated != 1 {
+		t.Errorf("nan sender slashed by %d, aggregated %d times; want 0, 1", a.SlashedBy, a.Aggregated)
 	}
 }
 
@@ -68,5 +70,35 @@ func TestSwarmWireAfterRoundZero(t *testing.T) {
 	res = &SwarmResult{Nodes: 2, Rounds: 1}
 	if fillSwarm(res, nodes, 1); res.WireBytesPerNodeRoundFormed != 0 {
 		t.Fatalf("one round: after round 0 %v, want none", res.WireBytesPerNodeRoundFormed)
+	}
+}
+
+// TestSwarmExchangeStall: of a wait for a round to close, only the part after the last
+// included contribution left its sender counts as the exchange's; a wait that began after
+// every contribution was sent counts whole, and so does one with a sender whose sending
+// time is unknown.
+func TestSwarmExchangeStall(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) string {
+		return t0.Add(time.Duration(s * float64(time.Second))).Format(time.RFC3339Nano)
+	}
+	round := func(r uint64, sent, closed, stall float64, included ...string) node.RoundStatus {
+		return node.RoundStatus{Round: r, SentAt: at(sent), ClosedAt: at(closed), StallS: stall, Included: included}
+	}
+	nodes := []swarmNode{
+		// a waits 4 s for round 0 (from 6 s): b sent at 9 s, so 1 s is the exchange's;
+		// for round 1 it waits 2 s (from 18 s), after b sent (15 s): all of it; for
+		// round 2, 3 s with c's sending time unknown: all of it.
+		{peer: "a", st: &node.TrainingStatus{Rounds: []node.RoundStatus{
+			round(0, 5, 10, 4, "a", "b"), round(1, 16, 20, 2, "a", "b"), round(2, 25, 30, 3, "a", "c"),
+		}}},
+		{peer: "b", st: &node.TrainingStatus{Rounds: []node.RoundStatus{
+			round(0, 9, 10, 0, "a", "b"), round(1, 15, 20, 0, "a", "b"), round(2, 26, 30, 0, "a", "b"),
+		}}},
+	}
+	res := &SwarmResult{Nodes: 2, Rounds: 3}
+	fillSwarm(res, nodes, 100)
+	if res.StallShare != 0.09 || math.Abs(res.ExchangeStallShare-0.06) > 1e-9 {
+		t.Fatalf("stall share %v, of it the exchange's %v; want 0.09, 0.06", res.StallShare, res.ExchangeStallShare)
 	}
 }

@@ -1,18 +1,20 @@
 package node
 
-// BadIn reports whether a contribution that an adversary of kind sends for round r is bad
+// BadIn reports whether the contributions an adversary of kind sends are bad
 // by rule, refused rather than bounded by the aggregation: every one of nan,
 // forged-attestation and replay (a replaying node never sends a contribution of the
-// current round), and equivocate's of the round it equivocates in (its contributions of
-// the other rounds are valid, and count until the record that penalises it jails it). The
-// statistical kinds and stale, free-ride and silent send nothing bad by rule: what they
-// send is well formed and may be aggregated.
-func BadIn(kind string, r uint64) bool {
+// current round). An equivocator's contributions are not: each of its two shards for a
+// slot is valid, and a node that holds only one of them before it closes the round
+// includes the contribution, so which one the round aggregates, if either, the list vote
+// decides, alike on every honest node. What equivocating costs is the slash. (A rule by
+// which evidence learned after a close took the contribution out again would let the
+// equivocator, releasing that evidence as the round leaves some nodes' repair windows and
+// not others', split them.) The statistical kinds and stale, free-ride and silent send
+// nothing bad by rule either: what they send is well formed and may be aggregated.
+func BadIn(kind string) bool {
 	switch kind {
 	case AdvNaN, AdvForged, AdvReplay:
 		return true
-	case AdvEquivocate:
-		return r == equivocateAt
 	}
 	return false
 }

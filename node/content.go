@@ -114,6 +114,15 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	return putNew
 }
 
+// differs reports whether the store holds a shard for s's slot other than data, data
+// being the encoding of s, whose conflict with another is not known yet.
+func (c *contentStore) differs(s *verify.Shard, data []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.bySlot[slotOf(&s.Header)]
+	return ok && !old.equivocated && !bytes.Equal(old.data, data)
+}
+
 // remove undoes the put of data, the encoding of s, that the loop never received: it
 // drops the shard of s's slot if it is data, else forgets that the slot had a conflict.
 func (c *contentStore) remove(s *verify.Shard, data []byte) {

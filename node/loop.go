@@ -318,8 +318,18 @@ func roundStatus(s *core.Summary, now time.Time) RoundStatus {
 		Round: s.Round, Included: included, Filtered: s.Filtered, Rejected: rejected, Evidence: s.Evidence,
 		ContributionBytes: s.ContributionBytes, StallS: s.Stall.Seconds(), DeadlineS: s.Deadline.Seconds(),
 		Ranks: s.Ranks, StateRoot: hexRoot(s.StateRoot), LedgerRoot: hexRoot(s.LedgerRoot),
-		ClosedAt: now.UTC().Format(time.RFC3339),
+		ClosedAt: now.UTC().Format(timeMS), SentAt: formatSent(s.Sent),
 	}
+}
+
+// timeMS is RFC 3339 to the millisecond: the date-time form browsers parse too.
+const timeMS = "2006-01-02T15:04:05.000Z07:00"
+
+func formatSent(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeMS)
 }
 
 // slashedIn lists the peers a commit penalised.

@@ -30,7 +30,10 @@ type RoundStatus struct {
 	Ranks             []int          `json:"ranks"`
 	StateRoot         string         `json:"state_root"`
 	LedgerRoot        string         `json:"ledger_root"`
-	ClosedAt          string         `json:"closed_at"`
+	ClosedAt          string         `json:"closed_at"` // RFC 3339, to the millisecond
+	// SentAt is when this node's contribution to the round went out (its local work
+	// ended), as ClosedAt; empty without one.
+	SentAt string `json:"sent_at,omitempty"`
 	// Repaired: the round was closed again with its canonical inclusion list; Included,
 	// Evidence and the roots are the repaired round's, the loss that of the first close.
 	Repaired bool `json:"repaired,omitempty"`

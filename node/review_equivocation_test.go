@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
 )
 
@@ -40,5 +42,32 @@ func TestEquivocationRetriedAfterBusyInbox(t *testing.T) {
 	<-ft.inbox
 	if r, reason := ft.f.recheck(second); r != p2p.Accept || len(ft.inbox) != 1 {
 		t.Fatalf("the second shard again: %v %s, inbox %d", r, reason, len(ft.inbox))
+	}
+}
+
+// TestLateEquivocationBecomesEvidence: the second shard of a slot that reaches a node after
+// it closed the round (gossip ignores it as late) still proves the equivocation, once; a
+// late copy of the held shard, and a third variant, prove nothing more.
+func TestLateEquivocationBecomesEvidence(t *testing.T) {
+	ft := newFullTest(t, 16, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	first := marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload")))
+	ft.expect("first", p2p.KindShards, first, p2p.Accept, reasonOK)
+	if _, ok := (<-ft.inbox).(shardIn); !ok {
+		t.Fatal("the first shard did not reach the loop")
+	}
+	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2}) // round 10 closed
+	ft.expect("the first again, late", p2p.KindShards, first, p2p.Ignore, reasonLate)
+	ft.f.wg.Wait()
+	ft.wantEvidence(t, "the first again", false, incentives.KindEquivocation)
+	for i, what := range []string{"second, late", "second again", "third"} {
+		payload := "payload 2"
+		if i == 2 {
+			payload = "payload 3"
+		}
+		ft.expect(what, p2p.KindShards, marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte(payload))), p2p.Ignore, reasonLate)
+		ft.f.wg.Wait()
+		ft.wantEvidence(t, what, i == 0, incentives.KindEquivocation)
 	}
 }

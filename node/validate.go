@@ -355,6 +355,9 @@ func (f *fullChecks) close() {
 func (f *fullChecks) shard(_ context.Context, fwd peer.ID, data []byte, obj any) (p2p.Result, string) {
 	s := obj.(*verify.Shard)
 	if r, reason := window(*f.view.Load(), s.Header.Round); r != p2p.Accept {
+		if reason == reasonLate {
+			f.lateConflict(s, data)
+		}
 		return r, reason
 	}
 	h := [32]byte(s.Header.BundleHash)
@@ -411,6 +414,10 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 		return p2p.Ignore, reasonEquivocation
 	case putSame:
 		return p2p.Accept, reasonOK
+	case putConflict:
+		if s.Header.Round < f.view.Load().NextClose {
+			f.equivocation(s, hb)
+		}
 	}
 	if local {
 		return p2p.Accept, reasonOK
@@ -420,6 +427,46 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 		return p2p.Ignore, reasonBusy
 	}
 	return p2p.Accept, reasonOK
+}
+
+// lateConflict checks a shard of a round this node closed (which gossip ignores as late)
+// when the store holds another shard for its slot whose conflict is not known yet, and
+// reports the equivocation if its bundle and signature hold. The second shard of a slot
+// may reach a node after it closed the round with the first (the two travel apart); were
+// that so on every node, nobody would prove the offence.
+func (f *fullChecks) lateConflict(s *verify.Shard, data []byte) {
+	if !f.content.differs(s, data) {
+		return
+	}
+	hb, ok := f.reg.get([32]byte(s.Header.BundleHash))
+	if !ok {
+		return
+	}
+	key, r, _ := f.attestedKey(s, hb)
+	if r != p2p.Accept || f.checkSignature(s, key) != nil || f.content.put(s, data) != putConflict {
+		return
+	}
+	f.equivocation(s, hb)
+}
+
+// equivocation reports the evidence of shard s, verified, whose slot holds another shard,
+// when s's round is one this node closed: the core makes that evidence for the rounds it
+// holds open, and has let go of a closed round's shards.
+func (f *fullChecks) equivocation(s *verify.Shard, hb *heldBundle) {
+	data := f.content.shard(slotOf(&s.Header))
+	if data == nil {
+		return
+	}
+	old, err := verify.UnmarshalShard(data, len(data))
+	if err != nil {
+		return
+	}
+	ob, ok := f.reg.get([32]byte(old.Header.BundleHash))
+	if !ok {
+		return
+	}
+	f.report(incentives.NewEquivocationOf(ob.data, incentives.SignedHeader{Header: old.Header, Sig: old.Sig},
+		hb.data, incentives.SignedHeader{Header: s.Header, Sig: s.Sig}))
 }
 
 func (f *fullChecks) checkSignature(s *verify.Shard, key ed25519.PublicKey) error {

@@ -105,6 +105,7 @@ func writeSwarmTable(w io.Writer, r *bench.SwarmResult) error {
 		{"dense AllReduce baseline loss", fmt.Sprintf("%.4f", r.AllReduceEvalLoss)},
 		{"roots agree", r.RootsAgree},
 		{"stall share (worst)", fmt.Sprintf("%.4f", r.StallShare)},
+		{"of it after the last contribution was sent (worst)", fmt.Sprintf("%.4f", r.ExchangeStallShare)},
 		{"contribution B/node-round", fmt.Sprintf("%.0f", r.ContributionBytesPerNodeRound)},
 		{"wire sent B/node-round", fmt.Sprintf("%.0f", r.WireBytesPerNodeRound)},
 		{"wire sent B/node-round after round 0", fmt.Sprintf("%.0f", r.WireBytesPerNodeRoundFormed)},

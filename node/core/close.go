@@ -233,7 +233,7 @@ func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incenti
 	}
 	copy(sum.StateRoot[:], closed.Record.NewRoot)
 	if o := c.own[r]; o != nil {
-		sum.ContributionBytes = o.bytes
+		sum.ContributionBytes, sum.Sent = o.bytes, o.done
 	}
 	if c.own[r] != nil && c.leftOut(r) {
 		c.realign = true // its next start is a round late too: skip it (late.go)

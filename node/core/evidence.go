@@ -8,15 +8,44 @@ import (
 )
 
 // Evidence adds evidence that decoded and passed the checker to what the next record
-// includes. Evidence already pending is ignored. Record equivocation evidence also drops
-// the signer's vote on its round, as its two records would (a Ready.Repair or Fetch when
-// that round's list changes).
+// includes. Evidence already pending is ignored. Shard equivocation evidence also leaves
+// the signer's contribution out of its round when that round is still open here
+// (shardEvidence), and record equivocation evidence drops the signer's vote on its round,
+// as its two records would (a Ready.Repair or Fetch when that round's list changes): in
+// both cases as holding the two signed items would.
 func (c *Core) Evidence(e *incentives.Evidence) (Ready, error) {
 	if e == nil {
 		return Ready{}, errors.New("core: nil evidence")
 	}
 	c.addEvidence(*e)
+	c.shardEvidence(e)
 	return c.recordEvidence(e)
+}
+
+// shardEvidence leaves out of round r the contribution of a peer that shard equivocation
+// evidence e proves signed two different shards for one of its slots in r, when r is one
+// this node takes shards for and has not closed (as Shard: from the next to close to the
+// end of View's window; not its own). A node that had only one of the two shards would
+// otherwise include the contribution: the equivocator's other shard, and the peers'
+// forwards of it, may reach it after its last shard, or never (a full validation queue
+// drops a message for good). The evidence travels on its own and in every record; a round
+// closed already is left to the list vote.
+func (c *Core) shardEvidence(e *incentives.Evidence) {
+	if e.Kind != incentives.KindEquivocation {
+		return
+	}
+	off, err := e.Claim()
+	if err != nil || off.Peer == c.cfg.Self || off.Round < c.nextClose || off.Round > c.nextLocal+c.cfg.Round.Window {
+		return
+	}
+	a, err := c.assembly(off.Round, off.Peer)
+	if a == nil || err != nil {
+		return
+	}
+	if a.counted() {
+		c.rounds[off.Round].received = powerSum{}
+	}
+	a.drop(ReasonEquivocation)
 }
 
 // pendingMeta is what trimming needs of a pending item, kept so as not to encode it again.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,8 +16,18 @@ import (
 // it returns the core and its own first shard, a template for peers' shards.
 func tinyCore(t *testing.T) (*Core, *verify.Shard) {
 	t.Helper()
+	return tinyCoreStaked(t)
+}
+
+// tinyCoreStaked is tinyCore with the fixture's peers named in others staked as well.
+func tinyCoreStaked(t *testing.T, others ...string) (*Core, *verify.Shard) {
+	t.Helper()
 	self := incentivestest.PeerID("self")
-	ledger, err := incentives.NewState(incentives.Params{Reward: 1}, incentives.Genesis{Stakes: []incentives.Stake{{Peer: self, Amount: 1}}})
+	stakes := []incentives.Stake{{Peer: self, Amount: 1}}
+	for _, o := range others {
+		stakes = append(stakes, incentives.Stake{Peer: incentivestest.PeerID(o), Amount: 1})
+	}
+	ledger, err := incentives.NewState(incentives.Params{Reward: 1}, incentives.Genesis{Stakes: stakes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,5 +210,61 @@ func TestViewEpochFromChecker(t *testing.T) {
 	}
 	if v := c.View(); len(v.Voters) != 0 || v.NextClose != 5 || v.NextLocal != 5 || v.Window != 1 || v.Epoch != 2 || v.RepairFrom != 2 {
 		t.Fatalf("view %+v", v)
+	}
+}
+
+// Shard equivocation evidence reaching a node that holds only one of the two shards
+// leaves the equivocator's contribution out of a round not closed yet, whether its shard
+// came before the evidence or after; without the evidence the contribution counts.
+// Evidence of a closed round, or of one past the window, holds nothing.
+func TestShardEquivocationEvidenceLeavesTheContributionOut(t *testing.T) {
+	fx := incentivestest.New("capnet", "run")
+	p := incentivestest.PeerID("p")
+	for _, tc := range []struct {
+		name     string
+		evidence []bool // given before the shard, after it
+	}{{"none", []bool{false, false}}, {"before", []bool{true, false}}, {"after", []bool{false, true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, own := tinyCoreStaked(t, "p")
+			give := func() {
+				if _, err := c.Evidence(fx.Equivocation("p", 0, 0, "v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.evidence[0] {
+				give()
+			}
+			if _, err := c.Shard(capT0, peerShard(own, p, 0, 0, 1, ""), nil); err != nil {
+				t.Fatal(err)
+			}
+			if tc.evidence[1] {
+				give()
+			}
+			sum := closeRound0(t, c)
+			dropped := tc.evidence[0] || tc.evidence[1]
+			if slices.Contains(sum.Included, p) == dropped || (sum.Rejected[ReasonEquivocation] == 1) != dropped {
+				t.Fatalf("included %v, rejected %v", sum.Included, sum.Rejected)
+			}
+		})
+	}
+	c, _ := tinyCore(t)
+	closeRound0(t, c)
+	v := c.View()
+	for _, r := range []uint64{0, v.NextLocal + v.Window + 1} {
+		if _, err := c.Evidence(fx.Equivocation("p", r, 0, "v")); err != nil {
+			t.Fatal(err)
+		}
+		if _, held := c.rounds[r]; held {
+			t.Fatalf("evidence of round %d made an assembly", r)
+		}
+	}
+}
+
+// A round's summary says when this node's contribution to it went out: its local work's
+// end.
+func TestSummarySaysWhenTheContributionWentOut(t *testing.T) {
+	c, _ := tinyCore(t) // round 0's local work ended at capT0
+	if sum := closeRound0(t, c); !sum.Sent.Equal(capT0) {
+		t.Fatalf("sent at %v, want %v", sum.Sent, capT0)
 	}
 }
