@@ -71,3 +71,19 @@ func TestLateEquivocationBecomesEvidence(t *testing.T) {
 		ft.wantEvidence(t, what, i == 0, incentives.KindEquivocation)
 	}
 }
+
+// TestLateShardWithABadSignatureRejected: a shard of a closed round for a held slot, its
+// signature not the peer's, is refused (its forwarder pays), proving nothing.
+func TestLateShardWithABadSignatureRejected(t *testing.T) {
+	ft := newFullTest(t, 16, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	ft.expect("first", p2p.KindShards, marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))), p2p.Accept, reasonOK)
+	<-ft.inbox
+	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2})
+	forged := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2"))
+	forged.Sig[0] ^= 1
+	ft.expect("forged, late", p2p.KindShards, marshalShard(t, forged), p2p.Reject, reasonSignature)
+	ft.f.wg.Wait()
+	ft.wantEvidence(t, "forged", false, incentives.KindEquivocation)
+}

@@ -356,7 +356,7 @@ func (f *fullChecks) shard(_ context.Context, fwd peer.ID, data []byte, obj any)
 	s := obj.(*verify.Shard)
 	if r, reason := window(*f.view.Load(), s.Header.Round); r != p2p.Accept {
 		if reason == reasonLate {
-			f.lateConflict(s, data)
+			return f.lateConflict(s, data)
 		}
 		return r, reason
 	}
@@ -433,20 +433,28 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 // when the store holds another shard for its slot whose conflict is not known yet, and
 // reports the equivocation if its bundle and signature hold. The second shard of a slot
 // may reach a node after it closed the round with the first (the two travel apart); were
-// that so on every node, nobody would prove the offence.
-func (f *fullChecks) lateConflict(s *verify.Shard, data []byte) {
+// that so on every node, nobody would prove the offence. The shard is Ignore (late)
+// whatever it proves, and Reject when it fails a check it was put through, as a shard of
+// an open round would be: a forwarder of junk for held slots pays for the checks.
+func (f *fullChecks) lateConflict(s *verify.Shard, data []byte) (p2p.Result, string) {
 	if !f.content.differs(s, data) {
-		return
+		return p2p.Ignore, reasonLate
 	}
 	hb, ok := f.reg.get([32]byte(s.Header.BundleHash))
 	if !ok {
-		return
+		return p2p.Ignore, reasonLate
 	}
-	key, r, _ := f.attestedKey(s, hb)
-	if r != p2p.Accept || f.checkSignature(s, key) != nil || f.content.put(s, data) != putConflict {
-		return
+	key, r, reason := f.attestedKey(s, hb)
+	if r != p2p.Accept {
+		return r, reason
 	}
-	f.equivocation(s, hb)
+	if err := f.checkSignature(s, key); err != nil {
+		return p2p.Reject, reasonSignature
+	}
+	if f.content.put(s, data) == putConflict {
+		f.equivocation(s, hb)
+	}
+	return p2p.Ignore, reasonLate
 }
 
 // equivocation reports the evidence of shard s, verified, whose slot holds another shard,
