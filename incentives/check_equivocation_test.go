@@ -2,52 +2,21 @@ package incentives_test
 
 import (
 	"crypto/ed25519"
-	"crypto/sha512"
 	"testing"
-
-	"github.com/oasisprotocol/curve25519-voi/curve"
-	"github.com/oasisprotocol/curve25519-voi/curve/scalar"
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/verify"
 )
 
-// signWithNonce is Ed25519 with a nonce chosen by the signer instead of derived from the
-// message: a second valid signature of the same message by the same key.
+// signWithNonce is incentivestest.SignWithNonce, failing t on error.
 func signWithNonce(t *testing.T, key ed25519.PrivateKey, msg []byte, nonce byte) []byte {
 	t.Helper()
-	h := sha512.Sum512(key.Seed())
-	h[0] &= 248
-	h[31] &= 127
-	h[31] |= 64
-	a, err := scalar.NewFromBytesModOrder(h[:32])
+	sig, err := incentivestest.SignWithNonce(key, msg, nonce)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rh := sha512.Sum512(append([]byte{nonce}, msg...))
-	r, err := scalar.NewFromBytesModOrderWide(rh[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var R curve.CompressedEdwardsY
-	R.SetEdwardsPoint(curve.NewEdwardsPoint().MulBasepoint(curve.ED25519_BASEPOINT_TABLE, r))
-	kh := sha512.New()
-	kh.Write(R[:])
-	kh.Write(key.Public().(ed25519.PublicKey))
-	kh.Write(msg)
-	k, err := scalar.NewFromBytesModOrderWide(kh.Sum(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := scalar.New().Mul(k, a)
-	s.Add(s, r)
-	sig := append([]byte(nil), R[:]...)
-	var sb [32]byte
-	if err := s.ToBytes(sb[:]); err != nil {
-		t.Fatal(err)
-	}
-	return append(sig, sb[:]...)
+	return sig
 }
 
 // TestOneHeaderSignedTwiceIsNotEquivocation: two valid signatures over one header are one

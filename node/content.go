@@ -64,12 +64,21 @@ func removeSlot[K comparable](m map[K]slotSet, key K, k slot) {
 	}
 }
 
-// heldShard is a shard's encoding and its payload CID, and whether another shard for its
-// slot was seen (its signer equivocated).
+// heldShard is a shard's encoding, its header's signing bytes and its payload CID, and
+// whether a shard with another header for its slot was seen (its signer equivocated).
 type heldShard struct {
 	data        []byte
+	head        []byte
 	cid         string
 	equivocated bool
+}
+
+// headerBytes is the signing encoding of s's header: two shards are one and the same
+// when their headers are (the header binds the payload by its CID), whatever their
+// signatures. Nil for a header that does not encode (no validator passes one).
+func headerBytes(s *verify.Shard) []byte {
+	b, _ := s.Header.SigningBytes()
+	return b
 }
 
 func slotOf(h *verify.ShardHeader) slot { return slot{round: h.Round, peer: h.Peer, index: h.Index} }
@@ -80,21 +89,27 @@ type putResult int
 const (
 	putNew      putResult = iota // not seen before: kept if it fits
 	putSame                      // the bytes held for its slot
-	putConflict                  // the first other shard for a held slot (equivocation): not kept
-	putRepeated                  // a further other shard for that slot: the conflict is known
-	putResigned                  // records only: a vote held, under another signature
+	putConflict                  // the first shard with another header for a held slot (equivocation): not kept
+	putRepeated                  // a further one for that slot: the conflict is known
+	putResigned                  // the held shard's header (or a vote held) under another signature: the same content
 )
 
 // put keeps data, the encoding of s, unless the store holds a shard of its slot already,
-// and says what it found. A new shard that does not fit is not kept.
+// and says what it found. A new shard that does not fit is not kept. Shards are told apart
+// by their headers: a signer can sign one header again and again (ed25519 with a fresh
+// nonce), and each copy would otherwise pass as the slot's conflict, marking it so that
+// the shard that does prove an equivocation went unchecked as a repeat.
 func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	k := slotOf(&s.Header)
+	head := headerBytes(s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.bySlot[k]; ok {
 		switch {
 		case bytes.Equal(old.data, data):
 			return putSame
+		case bytes.Equal(old.head, head):
+			return putResigned
 		case old.equivocated:
 			return putRepeated
 		}
@@ -105,7 +120,7 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	if !c.makeRoom(len(data), k) {
 		return putNew
 	}
-	c.bySlot[k] = heldShard{data: bytes.Clone(data), cid: string(s.Header.PayloadCID)}
+	c.bySlot[k] = heldShard{data: bytes.Clone(data), head: head, cid: string(s.Header.PayloadCID)}
 	c.byCID[string(s.Header.PayloadCID)] = k
 	addSlot(c.byRound, k.round, k)
 	addSlot(c.byPeer, k.peer, k)
@@ -114,13 +129,14 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	return putNew
 }
 
-// differs reports whether the store holds a shard for s's slot other than data, data
-// being the encoding of s, whose conflict with another is not known yet.
-func (c *contentStore) differs(s *verify.Shard, data []byte) bool {
+// differs reports whether the store holds a shard for s's slot under another header than
+// s's, whose conflict with another is not known yet.
+func (c *contentStore) differs(s *verify.Shard) bool {
+	head := headerBytes(s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok := c.bySlot[slotOf(&s.Header)]
-	return ok && !old.equivocated && !bytes.Equal(old.data, data)
+	return ok && !old.equivocated && !bytes.Equal(old.head, head)
 }
 
 // remove undoes the put of data, the encoding of s, that the loop never received: it

@@ -104,7 +104,9 @@ func (f *fullChecks) repairShard(ctx context.Context, from peer.ID, w repairWant
 	if err := f.checkDue(s); err != nil {
 		return p2p.Reject, reasonDue
 	}
-	f.content.put(s, data)
+	if f.content.put(s, data) == putConflict {
+		f.equivocation(s, hb) // the other version of a slot: proof, though a repair wanted it
+	}
 	if !f.cfg.Deliver(shardIn{shard: s, bundle: hb.data, at: f.cfg.Now(), repair: true}) {
 		return p2p.Ignore, reasonBusy
 	}

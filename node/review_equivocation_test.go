@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/verify"
 )
 
 // TestEquivocationVariantsBeyondTheSecondIgnored: a peer signing many different shards for
@@ -25,8 +27,8 @@ func TestEquivocationVariantsBeyondTheSecondIgnored(t *testing.T) {
 		}
 		ft.expect(fmt.Sprint("variant ", i), p2p.KindShards, s, want, reason)
 	}
-	if n := len(ft.inbox); n != 2 {
-		t.Fatalf("%d variants of one slot reached the loop, want 2", n)
+	if s, e := ft.events(); s != 2 || e != 1 {
+		t.Fatalf("%d variants of one slot and %d evidence items reached the loop, want 2 and 1", s, e)
 	}
 }
 
@@ -86,4 +88,98 @@ func TestLateShardWithABadSignatureRejected(t *testing.T) {
 	ft.expect("forged, late", p2p.KindShards, marshalShard(t, forged), p2p.Reject, reasonSignature)
 	ft.f.wg.Wait()
 	ft.wantEvidence(t, "forged", false, incentives.KindEquivocation)
+}
+
+// resigned is s with its header signed again by peer's key under another nonce: the same
+// content, another valid signature, which only the signer can make.
+func resigned(t *testing.T, ft *fullTest, peer string, s *verify.Shard) *verify.Shard {
+	t.Helper()
+	msg, err := s.Header.SigningBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := incentivestest.SignWithNonce(ft.fx.Key(peer), msg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *s
+	c.Sig = sig
+	return &c
+}
+
+// events empties the inbox, once the checks started meanwhile are done, and counts the
+// shards and evidence items in it.
+func (ft *fullTest) events() (shards, evidence int) {
+	ft.f.wg.Wait()
+	for len(ft.inbox) > 0 {
+		switch (<-ft.inbox).(type) {
+		case shardIn:
+			shards++
+		case evidenceIn:
+			evidence++
+		}
+	}
+	return shards, evidence
+}
+
+// TestResignedShardIsNoConflict: a copy of a held shard under another signature of its
+// signer (same header, same content) is ignored, neither forwarded nor handed to the loop
+// nor taken for the slot's conflict, in an open round and a closed one alike; the shard
+// with another header that follows still proves the equivocation. Bytes told the two
+// apart: the re-signed copy passed as the conflict and hid the real second version.
+func TestResignedShardIsNoConflict(t *testing.T) {
+	for _, closed := range []bool{false, true} {
+		t.Run(fmt.Sprint("closed ", closed), func(t *testing.T) {
+			ft := newFullTest(t, 16, nil)
+			mallory := ft.fx.Bundle("mallory", "")
+			ft.holdBundle(mallory)
+			a := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))
+			ft.expect("first", p2p.KindShards, marshalShard(t, a), p2p.Accept, reasonOK)
+			ft.events()
+			want, reason := p2p.Ignore, reasonResigned
+			if closed {
+				ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2})
+				reason = reasonLate
+			}
+			ft.expect("re-signed copy", p2p.KindShards, marshalShard(t, resigned(t, ft, "mallory", a)), want, reason)
+			if s, e := ft.events(); s != 0 || e != 0 || len(ft.published) != 0 {
+				t.Fatalf("the re-signed copy: %d shards and %d evidence items to the loop, %d published", s, e, len(ft.published))
+			}
+			b := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2"))
+			want, reason = p2p.Accept, reasonOK
+			if closed {
+				want, reason = p2p.Ignore, reasonLate
+			}
+			ft.expect("second version", p2p.KindShards, marshalShard(t, b), want, reason)
+			s, e := ft.events()
+			if e != 1 || len(ft.published) != 1 || s != map[bool]int{false: 1, true: 0}[closed] {
+				t.Fatalf("the second version: %d shards and %d evidence items to the loop, %d published", s, e, len(ft.published))
+			}
+		})
+	}
+}
+
+// TestRepairFetchOfTheOtherVersionProves: a repair that fetches, by CID, the other
+// version of a held slot proves the equivocation at once; the later gossip copy of it
+// adds nothing.
+func TestRepairFetchOfTheOtherVersionProves(t *testing.T) {
+	ft := newFullTest(t, 16, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	a := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))
+	ft.expect("first", p2p.KindShards, marshalShard(t, a), p2p.Accept, reasonOK)
+	ft.events()
+	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2, RepairFrom: 8})
+	b := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2"))
+	bd := marshalShard(t, b)
+	if r, reason := ft.f.repairShard(t.Context(), "", repairWant{round: 10, cid: b.Header.PayloadCID}, bd); r != p2p.Accept {
+		t.Fatalf("repair: %v %s", r, reason)
+	}
+	if s, e := ft.events(); s != 1 || e != 1 || len(ft.published) != 1 {
+		t.Fatalf("the repair's fetch: %d shards and %d evidence items to the loop, %d published", s, e, len(ft.published))
+	}
+	ft.expect("the other version, late by gossip", p2p.KindShards, bd, p2p.Ignore, reasonLate)
+	if s, e := ft.events(); s != 0 || e != 0 || len(ft.published) != 1 {
+		t.Fatalf("the gossip copy: %d shards and %d evidence items to the loop, %d published in all", s, e, len(ft.published))
+	}
 }

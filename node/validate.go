@@ -44,7 +44,7 @@ const (
 	reasonUnstaked      = "unstaked"       // a record whose signer holds no stake: it carries no weight
 	reasonSecondRecord  = "second_record"  // a third different record of a signer for a round or more: the second proved the double vote
 	reasonBodyUnknown   = "record_unknown" // a vote reference whose record no peer asked sent
-	reasonResigned      = "resigned"       // a vote held already, under another valid signature
+	reasonResigned      = "resigned"       // a vote or shard held already, under another valid signature
 )
 
 // reasons is the set of every reason.
@@ -412,12 +412,12 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 	switch f.content.put(s, data) {
 	case putRepeated:
 		return p2p.Ignore, reasonEquivocation
+	case putResigned:
+		return p2p.Ignore, reasonResigned
 	case putSame:
 		return p2p.Accept, reasonOK
 	case putConflict:
-		if s.Header.Round < f.view.Load().NextClose {
-			f.equivocation(s, hb)
-		}
+		f.equivocation(s, hb)
 	}
 	if local {
 		return p2p.Accept, reasonOK
@@ -437,7 +437,7 @@ func (f *fullChecks) checked(s *verify.Shard, data []byte, hb *heldBundle, local
 // whatever it proves, and Reject when it fails a check it was put through, as a shard of
 // an open round would be: a forwarder of junk for held slots pays for the checks.
 func (f *fullChecks) lateConflict(s *verify.Shard, data []byte) (p2p.Result, string) {
-	if !f.content.differs(s, data) {
+	if !f.content.differs(s) {
 		return p2p.Ignore, reasonLate
 	}
 	hb, ok := f.reg.get([32]byte(s.Header.BundleHash))
@@ -457,9 +457,11 @@ func (f *fullChecks) lateConflict(s *verify.Shard, data []byte) (p2p.Result, str
 	return p2p.Ignore, reasonLate
 }
 
-// equivocation reports the evidence of shard s, verified, whose slot holds another shard,
-// when s's round is one this node closed: the core makes that evidence for the rounds it
-// holds open, and has let go of a closed round's shards.
+// equivocation reports the evidence of shard s, verified, whose slot holds a shard under
+// another header, whatever the state of its round: the core makes that evidence too when
+// it holds both in an open round (the two are the same bytes, and report makes it once),
+// but a round may close between this check and the loop's turn, and the core has let go
+// of a closed round's shards.
 func (f *fullChecks) equivocation(s *verify.Shard, hb *heldBundle) {
 	data := f.content.shard(slotOf(&s.Header))
 	if data == nil {

@@ -68,6 +68,7 @@ func (f *fullChecks) report(e *incentives.Evidence) {
 	started := f.goAsync(func(ctx context.Context) {
 		if err := f.checkEvidence(e); err != nil {
 			f.cfg.Log.Warn("evidence this node made does not check out", "offence", off.String(), "err", err)
+			f.forget(off) // another sighting may prove it
 			return
 		}
 		if !f.cfg.Deliver(evidenceIn{ev: e}) {
