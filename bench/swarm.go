@@ -38,6 +38,11 @@ type SwarmOptions struct {
 	DeadlineMin, DeadlineMax float64
 	// Aggregation, when its method is set, replaces the task's default aggregation rule.
 	Aggregation configs.AggregationSpec
+	// ComputeSlots, when above 0, is how many nodes may run an inner step or an evaluation
+	// at once (node.Options.Compute): with as many as the process has cores, no node's
+	// network work waits behind the compute of many nodes sharing them, as it would not
+	// on a machine of its own. 0: every node computes when the Go scheduler lets it.
+	ComputeSlots int
 }
 
 // swarmPoll is how often the bench reads the nodes' statuses.
@@ -57,6 +62,8 @@ func (o *SwarmOptions) validate() error {
 		return fmt.Errorf("bench swarm: inner steps %d, batch %d: negative", o.InnerSteps, o.Batch)
 	case len(o.Adversaries) >= o.Nodes:
 		return fmt.Errorf("bench swarm: %d adversaries among %d nodes leave no honest node", len(o.Adversaries), o.Nodes)
+	case o.ComputeSlots < 0:
+		return fmt.Errorf("bench swarm: %d compute slots: negative", o.ComputeSlots)
 	case o.LinkMbps < 0 || o.LatencyMS < 0:
 		return fmt.Errorf("bench swarm: link %v Mbit/s, latency %v ms: negative", o.LinkMbps, o.LatencyMS)
 	case o.Dir == "":
@@ -135,7 +142,7 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 	}
 	wall, cpu := time.Since(start).Seconds(), (cpuTime() - cpu0).Seconds()
 	settleRoots(ctx, opt, nodes, logw)
-	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps,
+	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps, ComputeSlots: opt.ComputeSlots,
 		Batch: spec.Training.BatchSize, Transport: links.describe(), LinkCheck: check, CPUSeconds: cpu,
 		Aggregation: aggregationName(spec.Training.Aggregation),
 		Wire:        links.breakdown(honest, opt.Rounds)}

@@ -17,6 +17,8 @@ type SwarmResult struct {
 	H         int    `json:"h"`
 	Batch     int    `json:"batch"`
 	Transport string `json:"transport"`
+	// ComputeSlots is how many nodes could compute at once (0: no limit).
+	ComputeSlots int `json:"compute_slots"`
 	// Aggregation is the network's aggregation rule (with its trim for trimmed_mean).
 	Aggregation string `json:"aggregation"`
 	// LinkCheck, on emulated links, is one transfer across a link like the nodes': its

@@ -102,3 +102,22 @@ func TestSwarmExchangeStall(t *testing.T) {
 		t.Fatalf("stall share %v, of it the exchange's %v; want 0.09, 0.06", res.StallShare, res.ExchangeStallShare)
 	}
 }
+
+// TestComputeGate: with two slots a third taker waits until a slot is released; with none
+// there is no gate.
+func TestComputeGate(t *testing.T) {
+	if computeGate(0) != nil {
+		t.Fatal("0 slots: a gate")
+	}
+	gate := computeGate(2)
+	r1, _ := gate(), gate()
+	got := make(chan func())
+	go func() { got <- gate() }()
+	select {
+	case <-got:
+		t.Fatal("a third node computes while two hold the slots")
+	case <-time.After(50 * time.Millisecond):
+	}
+	r1()
+	(<-got)()
+}

@@ -54,8 +54,9 @@ func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes
 		return errors.Join(errs...)
 	}
 	var built []*node.Node // made, not running yet
+	compute := computeGate(opt.ComputeSlots)
 	build := func(o node.Options) (*node.Node, error) {
-		o.Spec, o.Logger, o.P2P = spec, swarmLogger(o.Home.Dir), link
+		o.Spec, o.Logger, o.P2P, o.Compute = spec, swarmLogger(o.Home.Dir), link, compute
 		n, err := node.New(ctx, o)
 		if err == nil {
 			built = append(built, n)
@@ -257,4 +258,17 @@ func wireLine(now, was p2p.WireSnapshot, n int) string {
 		fmt.Fprintf(&b, ", %s %.1f sent, %.1f duplicates", k, per(now.GossipMsgs, was.GossipMsgs, k), per(now.Duplicates, was.Duplicates, k))
 	}
 	return b.String()
+}
+
+// computeGate is node.Options.Compute for slots nodes computing at once (nil: no gate).
+func computeGate(slots int) func() func() {
+	if slots <= 0 {
+		return nil
+	}
+	sem := make(chan struct{}, slots)
+	release := func() { <-sem }
+	return func() func() {
+		sem <- struct{}{}
+		return release
+	}
 }

@@ -43,6 +43,11 @@ type Options struct {
 	// P2P, if set, edits the host's config before the host starts: benchmarks run nodes
 	// on an in-memory network with emulated links with it (p2p.Config.Libp2p and Link).
 	P2P func(*p2p.Config) error
+	// Compute, if set, is called before each inner step and each held-out evaluation, and
+	// the function it returns after: an in-process swarm shares a limit of its cores among
+	// its nodes with it, so that a node's network work does not wait behind many nodes'
+	// compute, as it would not on a machine of its own (bench swarm).
+	Compute func() (release func())
 
 	// gater, if set, decides which connections the host may open and accept: tests cut a
 	// node off the network with it (p2ptest.Gate).

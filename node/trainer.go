@@ -50,6 +50,8 @@ type trainer struct {
 	starts chan round.Start
 	// tamper, when set, changes the parameters a round's work hands back (adversary modes).
 	tamper func(s round.Start, local []training.Tensor) ([]training.Tensor, error)
+	// compute, when set, is taken around each inner step (Options.Compute).
+	compute func() (release func())
 }
 
 // newTrainer builds the node's model, inner optimizer and batches over its slice. The
@@ -122,7 +124,7 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 	}
 	total := 0.0
 	for i := 0; i < t.h && ctx.Err() == nil; i++ {
-		loss, err := t.inner.Run(t.batch, 1)
+		loss, err := t.step()
 		if err != nil {
 			out.err = fmt.Errorf("inner step %d of round %d: %w", i, s.Round, err)
 			return out
@@ -137,12 +139,21 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 	return out
 }
 
+// step runs one inner step, holding compute (Options.Compute) while it does.
+func (t *trainer) step() (float64, error) {
+	if t.compute != nil {
+		defer t.compute()()
+	}
+	return t.inner.Run(t.batch, 1)
+}
+
 // evaluator scores θ on the held-out batch with its own model, off the loop goroutine. The
 // model holds no parameters of its own: it reads each job's, which it only reads.
 type evaluator struct {
-	model training.Model
-	batch training.Batch
-	jobs  chan evalJob
+	model   training.Model
+	batch   training.Batch
+	jobs    chan evalJob
+	compute func() (release func()) // taken around each evaluation (Options.Compute)
 }
 
 type evalJob struct {
@@ -190,7 +201,7 @@ func (e *evaluator) run(ctx context.Context, out chan<- evalResult) {
 		case j := <-e.jobs:
 			r := evalResult{round: j.round, initial: j.initial}
 			if r.err = training.Adopt(e.model.Params(), j.params); r.err == nil {
-				r.loss, _, r.err = e.model.Eval(e.batch)
+				r.loss, r.err = e.eval()
 			}
 			release(e.model)
 			select {
@@ -200,4 +211,13 @@ func (e *evaluator) run(ctx context.Context, out chan<- evalResult) {
 			}
 		}
 	}
+}
+
+// eval scores the adopted parameters, holding compute (Options.Compute) while it does.
+func (e *evaluator) eval() (float64, error) {
+	if e.compute != nil {
+		defer e.compute()()
+	}
+	loss, _, err := e.model.Eval(e.batch)
+	return loss, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -57,6 +58,14 @@ func TestTrainerLowersHeldOutLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each inner step and each evaluation holds the compute gate (Options.Compute) while
+	// it runs, and only then.
+	var taken, released atomic.Int64
+	gate := func() func() {
+		taken.Add(1)
+		return func() { released.Add(1) }
+	}
+	tr.compute, ev.compute = gate, gate
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done, evals := make(chan localDone), make(chan evalResult)
@@ -86,6 +95,9 @@ func TestTrainerLowersHeldOutLoss(t *testing.T) {
 		t.Fatalf("evals %+v %+v", first, last)
 	}
 	t.Logf("held-out loss %.4f -> %.4f", first.loss, last.loss)
+	if want := int64(12*p.Training.InnerSteps + 2); taken.Load() != want || released.Load() != want {
+		t.Errorf("compute gate taken %d and released %d times, want %d", taken.Load(), released.Load(), want)
+	}
 	if !(last.loss < 0.8*first.loss) {
 		t.Fatalf("held-out loss %.4f -> %.4f after 60 inner steps", first.loss, last.loss)
 	}

@@ -202,6 +202,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 	if err != nil {
 		return err
 	}
+	n.train.loop.train.compute, n.train.loop.eval.compute = n.opts.Compute, n.opts.Compute
 	if err := n.startCheckpoints(reg); err != nil || n.opts.Adversary == "" {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ func benchSwarmCommand() *cli.Command {
 			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated latency, ms one way"},
 			&cli.Float64Flag{Name: "deadline-min", Value: 10, Usage: "seconds a round waits at least for a missing peer (the spec's deadline_min)"},
 			&cli.Float64Flag{Name: "deadline-max", Value: 30, Usage: "seconds a round waits at most for a silent peer, and round 0 for the genesis peers (deadline_max)"},
+			&cli.IntFlag{Name: "compute-slots", Value: -1, Usage: "nodes that may run an inner step or an evaluation at once (-1: as many as the process has cores; 0: no limit)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Minute, Usage: "give up after this long"},
 			cpuProfileFlag,
 			jsonFlag,
@@ -63,6 +65,10 @@ func benchSwarm(c *cli.Context) error {
 		InnerSteps: c.Int("inner-steps"), Batch: c.Int("batch"),
 		LinkMbps: c.Float64("link-mbps"), LatencyMS: c.Float64("latency-ms"), Dir: dir,
 		DeadlineMin: c.Float64("deadline-min"), DeadlineMax: c.Float64("deadline-max"),
+		ComputeSlots: c.Int("compute-slots"),
+	}
+	if opt.ComputeSlots == -1 {
+		opt.ComputeSlots = runtime.GOMAXPROCS(0)
 	}
 	if a := c.String("adversaries"); a != "" {
 		opt.Adversaries = strings.Split(a, ",")
@@ -100,6 +106,7 @@ func writeSwarmTable(w io.Writer, r *bench.SwarmResult) error {
 	}{
 		{"task, nodes, rounds", fmt.Sprintf("%s, %d, %d (H %d, batch %d)", r.Task, r.Nodes, r.Rounds, r.H, r.Batch)},
 		{"transport", r.Transport},
+		{"compute slots (0: no limit)", r.ComputeSlots},
 		{"link check (measured / expected)", linkCheckLine(r.LinkCheck)},
 		{"held-out loss", fmt.Sprintf("%.4f -> %.4f", r.EvalLoss.Initial, r.EvalLoss.Final)},
 		{"dense AllReduce baseline loss", fmt.Sprintf("%.4f", r.AllReduceEvalLoss)},
