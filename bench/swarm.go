@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -158,7 +160,25 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 		res.VerifyShare = verify / cpu
 	}
 	fillSwarm(res, final, wall)
+	keepStatuses(final)
 	return res, nil
+}
+
+// keepStatuses writes, with LOWBAND_BENCH_LOG_DIR set, every node's training status at
+// the end of the run to statuses.json there, beside the nodes' logs: every figure of the
+// result comes from them, and other questions can be asked of them after the run.
+func keepStatuses(nodes []swarmNode) {
+	dir := os.Getenv("LOWBAND_BENCH_LOG_DIR")
+	if dir == "" {
+		return
+	}
+	out := make(map[string]*node.TrainingStatus, len(nodes))
+	for _, n := range nodes {
+		out[n.peer] = n.st
+	}
+	if b, err := json.Marshal(out); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "statuses.json"), b, 0o644)
+	}
 }
 
 // aggregationName is a rule's name, with its trim for trimmed_mean.

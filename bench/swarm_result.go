@@ -29,11 +29,12 @@ type SwarmResult struct {
 	// StallShare is, for the worst honest node, the time its local work waited for a round
 	// to close over the wall-clock time from the swarm's start to the last round's close.
 	StallShare float64 `json:"stall_share"`
-	// ExchangeStallShare is StallShare counting only what the exchange could have ended:
-	// of each wait for a round to close, the part after the last of the contributions the
-	// round included had left its sender (the time between is a peer still computing:
-	// the nodes' uneven shares of the machine, not the network). A wait whose included
-	// contributions' sending times are not all known counts whole.
+	// ExchangeStallShare is StallShare counting only what an exchange taking no time would
+	// have saved: of each wait for a round to close, the part after every other node had
+	// sent its contribution to the round (the nodes' RoundStatus.SentAt). Before that the
+	// wait is for a peer still computing (the nodes' uneven shares of the machine, not the
+	// network); a round some node had sent nothing to by the close waited for it, or closed
+	// at its deadline without it, either way.
 	ExchangeStallShare float64 `json:"exchange_stall_share"`
 	// ContributionBytesPerNodeRound is a node's own signed shard bytes per round.
 	ContributionBytesPerNodeRound float64 `json:"contribution_bytes_per_node_round"`
@@ -225,8 +226,11 @@ func sentTimes(nodes []swarmNode) map[string]map[uint64]time.Time {
 	return out
 }
 
-// exchangeStall is the part of self's wait for round r to close that came after the last
-// contribution r included had been sent (ExchangeStallShare), in seconds.
+// exchangeStall is the part of self's wait for round r to close that an exchange taking
+// no time at all would have saved (ExchangeStallShare), in seconds: the time after the
+// wait began and every other node had sent its contribution to r. A wait with a node that
+// had not sent one by the close (still computing, behind, silent) saves nothing: the round
+// waited for it, or closed without it at its deadline, as it would have anyway.
 func exchangeStall(self string, r node.RoundStatus, sent map[string]map[uint64]time.Time) float64 {
 	if r.StallS <= 0 {
 		return 0
@@ -237,17 +241,22 @@ func exchangeStall(self string, r node.RoundStatus, sent map[string]map[uint64]t
 	}
 	stall := time.Duration(r.StallS * float64(time.Second))
 	from := closed.Add(-stall) // when the wait began
-	for _, p := range r.Included {
+	for p, rounds := range sent {
 		if p == self {
 			continue
 		}
-		t, ok := sent[p][r.Round]
-		if !ok {
-			return r.StallS
+		t, ok := rounds[r.Round]
+		if !ok || !t.Before(closed) {
+			return 0
 		}
-		if t.After(from) {
-			from = t
-		}
+		from = later(from, t)
 	}
 	return min(max(closed.Sub(from), 0), stall).Seconds()
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -73,33 +73,41 @@ func TestSwarmWireAfterRoundZero(t *testing.T) {
 	}
 }
 
-// TestSwarmExchangeStall: of a wait for a round to close, only the part after the last
-// included contribution left its sender counts as the exchange's; a wait that began after
-// every contribution was sent counts whole, and so does one with a sender whose sending
-// time is unknown.
+// TestSwarmExchangeStall: of a wait for a round to close, only the part after every other
+// node had sent its contribution counts as the exchange's; a wait that began after they
+// all had counts whole, and one with a node that had sent nothing by the close counts
+// nothing (the round waited for it, or closed at its deadline without it).
 func TestSwarmExchangeStall(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s float64) string {
 		return t0.Add(time.Duration(s * float64(time.Second))).Format(time.RFC3339Nano)
 	}
-	round := func(r uint64, sent, closed, stall float64, included ...string) node.RoundStatus {
-		return node.RoundStatus{Round: r, SentAt: at(sent), ClosedAt: at(closed), StallS: stall, Included: included}
+	round := func(r uint64, sent, closed, stall float64) node.RoundStatus {
+		rs := node.RoundStatus{Round: r, ClosedAt: at(closed), StallS: stall}
+		if sent >= 0 {
+			rs.SentAt = at(sent)
+		}
+		return rs
 	}
 	nodes := []swarmNode{
-		// a waits 4 s for round 0 (from 6 s): b sent at 9 s, so 1 s is the exchange's;
-		// for round 1 it waits 2 s (from 18 s), after b sent (15 s): all of it; for
-		// round 2, 3 s with c's sending time unknown: all of it.
+		// a waits 4 s for round 0 (from 6 s): c sent at 9 s, so 1 s is the exchange's;
+		// for round 1 it waits 2 s (from 18 s), after b and c sent: all of it; for round 2,
+		// 3 s, and c sent nothing: none of it; for round 3, 1 s, and c sent at the close:
+		// none of it.
 		{peer: "a", st: &node.TrainingStatus{Rounds: []node.RoundStatus{
-			round(0, 5, 10, 4, "a", "b"), round(1, 16, 20, 2, "a", "b"), round(2, 25, 30, 3, "a", "c"),
+			round(0, 5, 10, 4), round(1, 16, 20, 2), round(2, 25, 30, 3), round(3, 35, 40, 1),
 		}}},
 		{peer: "b", st: &node.TrainingStatus{Rounds: []node.RoundStatus{
-			round(0, 9, 10, 0, "a", "b"), round(1, 15, 20, 0, "a", "b"), round(2, 26, 30, 0, "a", "b"),
+			round(0, 8, 10, 0), round(1, 15, 20, 0), round(2, 26, 30, 0), round(3, 36, 40, 0),
+		}}},
+		{peer: "c", adversary: node.AdvSilent, st: &node.TrainingStatus{Rounds: []node.RoundStatus{
+			round(0, 9, 10, 0), round(1, 14, 20, 0), round(2, -1, 30, 0), round(3, 40, 41, 0),
 		}}},
 	}
-	res := &SwarmResult{Nodes: 2, Rounds: 3}
+	res := &SwarmResult{Nodes: 3, Rounds: 4}
 	fillSwarm(res, nodes, 100)
-	if res.StallShare != 0.09 || math.Abs(res.ExchangeStallShare-0.06) > 1e-9 {
-		t.Fatalf("stall share %v, of it the exchange's %v; want 0.09, 0.06", res.StallShare, res.ExchangeStallShare)
+	if math.Abs(res.StallShare-0.10) > 1e-9 || math.Abs(res.ExchangeStallShare-0.03) > 1e-9 {
+		t.Fatalf("stall share %v, of it the exchange's %v; want 0.10, 0.03", res.StallShare, res.ExchangeStallShare)
 	}
 }
 
