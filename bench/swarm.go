@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,24 +161,41 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 		res.VerifyShare = verify / cpu
 	}
 	fillSwarm(res, final, wall)
-	keepStatuses(final)
+	keepStatuses(ctx, final, nodes)
 	return res, nil
 }
 
 // keepStatuses writes, with LOWBAND_BENCH_LOG_DIR set, every node's training status at
-// the end of the run to statuses.json there, beside the nodes' logs: every figure of the
-// result comes from them, and other questions can be asked of them after the run.
-func keepStatuses(nodes []swarmNode) {
+// the end of the run to statuses.json there, beside the nodes' logs, and each node's
+// Prometheus metrics (its GET /metrics) to PEER.metrics: every figure of the result comes
+// from the statuses, and other questions (what the validators ignored, and why) can be
+// asked of both after the run.
+func keepStatuses(ctx context.Context, final []swarmNode, nodes []*node.Node) {
 	dir := os.Getenv("LOWBAND_BENCH_LOG_DIR")
 	if dir == "" {
 		return
 	}
-	out := make(map[string]*node.TrainingStatus, len(nodes))
-	for _, n := range nodes {
+	out := make(map[string]*node.TrainingStatus, len(final))
+	for _, n := range final {
 		out[n.peer] = n.st
 	}
 	if b, err := json.Marshal(out); err == nil {
 		_ = os.WriteFile(filepath.Join(dir, "statuses.json"), b, 0o644)
+	}
+	for i, n := range nodes {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.APIAddr()+"/metrics", nil)
+		if err != nil {
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err == nil {
+			_ = os.WriteFile(filepath.Join(dir, final[i].peer+".metrics"), b, 0o644)
+		}
 	}
 }
 
