@@ -167,6 +167,43 @@ func TestRunTrainTopKAndDenseEvery(t *testing.T) {
 	}
 }
 
+// With the matrices sent in turn (Compress.Fragments), both compressed modes run: every
+// node agrees, the target ratio is met, and the codec statistics show matrices held back
+// at rank 0 and others sent.
+func TestRunTrainFragments(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 2, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax, o.Compress.Fragments, o.Compress.FactorBits = 64, 16, 2, 2
+	o.Modes, o.TargetRatio = []string{ModeCompress, ModeCompressDelay}, 10
+	res, err := RunTrain(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Modes {
+		if m.CompressionRatio < 10 || !m.Agree {
+			t.Errorf("%s: achieved %.2fx, agree %v", m.Name, m.CompressionRatio, m.Agree)
+		}
+		for _, cr := range m.Codec {
+			held, sent := 0, 0
+			for _, ts := range cr.Tensors {
+				switch {
+				case ts.Held && ts.Rank == 0:
+					held++
+				case ts.Rank > 0:
+					sent++
+				}
+			}
+			if held == 0 || sent == 0 {
+				t.Errorf("%s round %d: %d matrices held, %d sent: %+v", m.Name, cr.Round, held, sent, cr.Tensors)
+			}
+		}
+	}
+}
+
 // With shared bases the undelayed compressed mode keeps every node's θ the same bytes, stays
 // within its byte budget and sends coordinates from the second round on; the pareto run
 // then has undelayed rows only (the bases need delay 0).
