@@ -154,7 +154,9 @@ func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
 	if err != nil {
 		return err
 	}
-	s.noteCodec(r)
+	if err := s.noteCodec(r, shards[0]); err != nil {
+		return err
+	}
 	for w, rd := range readies {
 		for _, sh := range shards[w] {
 			s.sent += int64(len(sh.Data))
@@ -271,6 +273,17 @@ func byteBudget(ts []training.Tensor, ratio float64) int {
 type CodecRound struct {
 	Round   uint64        `json:"round"`
 	Tensors []CodecTensor `json:"tensors"`
+	// Codes2 counts the message's 2-bit factor codes by level (−3, −1, 1, 3), and
+	// CodeEntropy is their empirical entropy in bits per code (--factor-bits 2): what a
+	// coder with one frequency table per message would need, against 2 bits.
+	Codes2      []int   `json:"codes_2bit,omitempty"`
+	CodeEntropy float64 `json:"code_entropy,omitempty"`
+	// The message's payload by kind: low-rank factors' codes and scales, the other
+	// pieces (of which sparse indices).
+	FactorCodeBytes  int `json:"factor_code_bytes"`
+	FactorScaleBytes int `json:"factor_scale_bytes"`
+	DenseBytes       int `json:"dense_bytes"`
+	IndexBytes       int `json:"index_bytes,omitempty"`
 }
 
 // CodecTensor is one tensor's encoding in a round.
@@ -307,10 +320,56 @@ func capturedEnergy(rs []CodecRound) float64 {
 	return sum / float64(n)
 }
 
-func (s *simNet) noteCodec(r uint64) {
+// noteCodec notes worker 0's codec statistics of round r, whose message it sent as shards.
+func (s *simNet) noteCodec(r uint64, shards []compress.Shard) error {
 	cr := CodecRound{Round: r}
 	for _, t := range s.ms[0].CodecStats() {
 		cr.Tensors = append(cr.Tensors, CodecTensor{Name: t.Name, Rank: t.Rank, SharedRank: t.SharedRank, Captured: t.Captured, Residual: t.Residual, Held: t.Held, Input: math.Sqrt(t.Input)})
 	}
+	var cs compress.CodeStats
+	for _, sh := range shards {
+		m, err := s.check(sh.Data)
+		if err != nil {
+			return fmt.Errorf("worker 0's own shard of round %d: %w", r, err)
+		}
+		cs.Add(m.CodeStats())
+	}
+	if h, ok := entropy(cs.Codes2[:]); ok {
+		cr.Codes2, cr.CodeEntropy = cs.Codes2[:], h
+	}
+	cr.FactorCodeBytes, cr.FactorScaleBytes, cr.DenseBytes, cr.IndexBytes = cs.FactorCodeBytes, cs.FactorScaleBytes, cs.DenseBytes, cs.IndexBytes
 	s.codec = append(s.codec, cr)
+	return nil
+}
+
+// entropy is the empirical entropy of counts in bits per item; false without any item.
+func entropy(counts []int) (float64, bool) {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return 0, false
+	}
+	var h float64
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / float64(n)
+			h -= p * math.Log2(p)
+		}
+	}
+	return h, true
+}
+
+// codeEntropy is the empirical entropy of the 2-bit factor codes of all the rounds
+// together, in bits per code (0 without any).
+func codeEntropy(rs []CodecRound) float64 {
+	var sum [4]int
+	for _, r := range rs {
+		for i, c := range r.Codes2 {
+			sum[i] += c
+		}
+	}
+	h, _ := entropy(sum[:])
+	return h
 }

@@ -98,7 +98,7 @@ func runMode(ctx context.Context, name string, opt TrainOptions, tk *task) (*Mod
 		var sim *simNet
 		if sim, err = runMachines(ctx, opt, ws, theta0, delay); err == nil {
 			final, pt, mr.Agree, mr.Codec = sim.final, sim.spent, sim.agree, sim.codec
-			mr.CapturedEnergy = capturedEnergy(sim.codec)
+			mr.CapturedEnergy, mr.CodeEntropy = capturedEnergy(sim.codec), codeEntropy(sim.codec)
 			mr.BytesPerRound = float64(sim.sent) / float64(opt.Workers*opt.Rounds)
 		}
 	default:

@@ -59,6 +59,9 @@ type ModeResult struct {
 	// (pseudo-gradient plus error feedback, whole model) its messages carried, averaged
 	// over the rounds and the seeds (worker 0).
 	CapturedEnergy float64 `json:"captured_energy,omitempty"`
+	// CodeEntropy is, with 2-bit factors, the empirical entropy of worker 0's factor codes
+	// over all the rounds in bits per code (of 2), averaged over the seeds.
+	CodeEntropy float64 `json:"code_entropy,omitempty"`
 	// Codec is, for the compressed modes, worker 0's codec statistics per round (first
 	// seed): each tensor's rank, captured energy and residual norm.
 	Codec []CodecRound `json:"codec,omitempty"`
@@ -93,6 +96,7 @@ func meanOf(runs []*ModeResult) ModeResult {
 		{&out.TokensPerS, func(r *ModeResult) float64 { return r.TokensPerS }},
 		{&out.Seconds, func(r *ModeResult) float64 { return r.Seconds }},
 		{&out.CapturedEnergy, func(r *ModeResult) float64 { return r.CapturedEnergy }},
+		{&out.CodeEntropy, func(r *ModeResult) float64 { return r.CodeEntropy }},
 	} {
 		*f.dst, _ = meanSD(pick(f.get))
 	}

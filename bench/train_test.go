@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
 	"testing"
 
@@ -126,6 +127,30 @@ func checkCodecStats(t *testing.T, m ModeResult, rounds int) {
 		if !lowRank {
 			t.Errorf("%s round %d: no low-rank tensor in %+v", m.Name, cr.Round, cr.Tensors)
 		}
+		if cr.FactorCodeBytes == 0 || cr.FactorScaleBytes == 0 || (cr.Codes2 != nil) != (cr.CodeEntropy > 0) || !(cr.CodeEntropy <= 2) {
+			t.Errorf("%s round %d: payload %d, %d, %d bytes, codes %v, entropy %v", m.Name, cr.Round,
+				cr.FactorCodeBytes, cr.FactorScaleBytes, cr.DenseBytes, cr.Codes2, cr.CodeEntropy)
+		}
+	}
+}
+
+// entropy is in bits per item: 2 for four equally frequent levels, 0 for one, 1.5 for
+// the frequencies 1/2, 1/4, 1/4; nothing to count has none.
+func TestEntropy(t *testing.T) {
+	for _, c := range []struct {
+		counts []int
+		want   float64
+	}{{[]int{5, 5, 5, 5}, 2}, {[]int{0, 7, 0, 0}, 0}, {[]int{2, 1, 0, 1}, 1.5}} {
+		if h, ok := entropy(c.counts); !ok || math.Abs(h-c.want) > 1e-12 {
+			t.Errorf("%v: %v, %v; want %v", c.counts, h, ok, c.want)
+		}
+	}
+	if _, ok := entropy([]int{0, 0, 0, 0}); ok {
+		t.Error("no counts: an entropy")
+	}
+	rs := []CodecRound{{Codes2: []int{1, 0, 0, 0}}, {}, {Codes2: []int{0, 1, 1, 1}}}
+	if h := codeEntropy(rs); h != 2 {
+		t.Errorf("pooled over the rounds: %v, want 2", h)
 	}
 }
 
@@ -163,6 +188,44 @@ func TestRunTrainTopKAndDenseEvery(t *testing.T) {
 		}
 		if held != (oo.Compress.DenseEvery == 3) {
 			t.Errorf("%+v: tensors held back: %v", oo.Compress, held)
+		}
+	}
+}
+
+// With the matrices sent in turn (Compress.Fragments), both compressed modes run: every
+// node agrees, the target ratio is met, the 2-bit codes' entropy is reported, and the
+// codec statistics show matrices held back at rank 0 and others sent.
+func TestRunTrainFragments(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 2, 3, 2, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank, o.Compress.RankMax, o.Compress.Fragments, o.Compress.FactorBits = 64, 16, 2, 2
+	o.Modes, o.TargetRatio = []string{ModeCompress, ModeCompressDelay}, 10
+	res, err := RunTrain(context.Background(), o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Modes {
+		if m.CompressionRatio < 10 || !m.Agree || !(m.CodeEntropy > 0 && m.CodeEntropy <= 2) {
+			t.Errorf("%s: achieved %.2fx, agree %v, code entropy %v", m.Name, m.CompressionRatio, m.Agree, m.CodeEntropy)
+		}
+		checkCodecStats(t, m, o.Rounds)
+		for _, cr := range m.Codec {
+			held, sent := 0, 0
+			for _, ts := range cr.Tensors {
+				switch {
+				case ts.Held && ts.Rank == 0:
+					held++
+				case ts.Rank > 0:
+					sent++
+				}
+			}
+			if held == 0 || sent == 0 {
+				t.Errorf("%s round %d: %d matrices held, %d sent: %+v", m.Name, cr.Round, held, sent, cr.Tensors)
+			}
 		}
 	}
 }

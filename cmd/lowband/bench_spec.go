@@ -56,7 +56,7 @@ func overrideRecipe(c *cli.Context, t *configs.TrainingSpec) {
 	ints := map[string]*int{"batch": &t.BatchSize, "inner-steps": &t.InnerSteps,
 		"rank-min": &t.Compression.RankMin, "rank-max": &t.Compression.RankMax, "min-low-rank": &t.Compression.MinLowRank,
 		"factor-bits": &t.Compression.FactorBits, "power-iters": &t.Compression.PowerIters,
-		"dense-every": &t.Compression.DenseEvery}
+		"dense-every": &t.Compression.DenseEvery, "block-size": &t.Compression.BlockSize}
 	floats := map[string]*float64{"inner-lr": &t.Inner.LR, "compress-outer-lr": &t.Outer.LR,
 		"compress-momentum": &t.Outer.Momentum, "feedback-decay": &t.Compression.FeedbackDecay,
 		"target-ratio": &t.Compression.TargetRatio, "first-budget": &t.Compression.FirstBudget,

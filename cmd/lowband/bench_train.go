@@ -57,6 +57,8 @@ func benchTrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "power-iters", Value: d.Compress.PowerIters, Usage: "power iterations per round of each low-rank matrix, warm-started from the last round's Q"},
 			&cli.StringFlag{Name: "codec", Usage: "codec of the compressed modes: lowrank (default) or topk (the largest values of the model with their indices, under --target-ratio's budget)"},
 			&cli.IntFlag{Name: "dense-every", Usage: "send the tensors that are not low-rank (biases) every N-th round in rotation, with all they accumulated (0 or 1: every round)"},
+			&cli.IntFlag{Name: "block-size", Usage: "values sharing one quantisation scale, even, in [8, 4096] (a multiple of 4 with --factor-bits 2) (0: 64)"},
+			&cli.IntFlag{Name: "fragments", Usage: "split the low-rank matrices into N groups sent in turn, one group a round at the whole byte budget, the others accumulating in error feedback (0 or 1: every matrix every round)"},
 			&cli.IntFlag{Name: "shared-rank", Usage: "undelayed compressed mode: send each matrix as coordinates on up to N columns of a basis every node derives from the last aggregate, plus --rank-min private terms (0: off)"},
 			&cli.IntFlag{Name: "shared-power-iters", Usage: "with --shared-rank: power iterations of each basis' derivation, -1 (none: two products of each matrix with a sketch of it) or 1 (three) (0: 1)"},
 			&cli.IntFlag{Name: "min-low-rank", Value: compress.DefaultMinLowRank, Usage: "matrices with fewer elements are sent dense"},
@@ -149,6 +151,10 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
 	o.Compress.PowerIters, o.DelayMix = c.Int("power-iters"), c.Float64("delay-mix")
 	o.Compress.DenseEvery, o.Compress.Codec = c.Int("dense-every"), c.String("codec")
+	o.Compress.Fragments = c.Int("fragments")
+	if b := c.Int("block-size"); b != 0 {
+		o.Compress.BlockSize = b
+	}
 	o.Compress.SharedRank, o.Compress.SharedPowerIters = c.Int("shared-rank"), c.Int("shared-power-iters")
 	o.TargetRatio, o.FirstBudget = c.Float64("target-ratio"), c.Float64("first-budget")
 }

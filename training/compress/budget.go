@@ -66,9 +66,9 @@ func (e *Encoder) isLowRank(shape []int) bool {
 	return e.cfg.Codec != CodecTopK && lowRankShape(shape, e.cfg.MinLowRank)
 }
 
-// budgetRanks sets this round's rank of every low-rank tensor in ts (checked) so that the
-// message's payload fits this round's budget (roundBudget); only the dense tensors that are
-// due (due nil: all) take bytes. Nothing changes on error.
+// budgetRanks sets this round's rank of every low-rank tensor in ts (checked) that is due
+// (due nil: all) so that the message's payload fits this round's budget (roundBudget);
+// only the tensors that are due take bytes. Nothing changes on error.
 func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 	var cs []rankChoice
 	var spill []int   // the private choices of matrices with a basis, in cs
@@ -80,6 +80,9 @@ func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 				dense += e.denseBytes(len(t.Data))
 			}
 			continue
+		}
+		if due != nil && !due[i] {
+			continue // a matrix not due (Config.Fragments) takes no bytes and keeps its rank
 		}
 		c := e.choice(t, energy[i])
 		b := e.basisFor(t)
@@ -107,8 +110,8 @@ func (e *Encoder) budgetRanks(ts []Tensor, due []bool, energy []float64) error {
 	}
 	e.rounds, e.debt = e.rounds+1, debt
 	j := 0
-	for _, t := range ts {
-		if !e.isLowRank(t.Shape) {
+	for i, t := range ts {
+		if !e.isLowRank(t.Shape) || due != nil && !due[i] {
 			continue
 		}
 		st := e.stateFor(t)

@@ -28,6 +28,8 @@ const (
 	MaxFirstBudget = 16
 	// MaxDenseEvery bounds Config.DenseEvery.
 	MaxDenseEvery = 64
+	// MaxFragments bounds Config.Fragments.
+	MaxFragments = 16
 )
 
 // ErrConfig is returned (wrapped) by Config.Validate and NewEncoder for an invalid Config.
@@ -77,6 +79,15 @@ type Config struct {
 	// sends when it is next due. 0 and 1 send every tensor every round. A round's message
 	// must follow its round's schedule: encode it with EncodeRound.
 	DenseEvery int
+	// Fragments, above 1, splits the low-rank matrices into that many groups, sent in turn
+	// (the fragments of Streaming DiLoCo): the j-th low-rank matrix in the model's order is
+	// due in the rounds r with r mod k = j mod k, k being Fragments or the number of
+	// low-rank matrices if that is smaller (see Due), so that a round's byte budget goes to
+	// fewer matrices at higher ranks. A matrix not due is left out of the message and its
+	// pseudo-gradient is added to its residual, as DenseEvery does for the dense tensors. 0
+	// and 1 send every matrix in every round. In [0, MaxFragments]; the low-rank codec
+	// without shared bases only.
+	Fragments int
 	// Codec is CodecLowRank ("" means it) or CodecTopK: every tensor sent as its values of
 	// the largest magnitude across the whole model, with their indices, as many as
 	// ByteBudget holds (which it needs; DenseEvery must be at most 1), under the same error
@@ -154,6 +165,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: top-k with dense every %d, no quantisation %v or first budget %v", ErrConfig, c.DenseEvery, c.NoQuant, c.FirstBudget)
 	case c.DenseEvery < 0 || c.DenseEvery > MaxDenseEvery:
 		return fmt.Errorf("%w: dense every %d not in [0, %d]", ErrConfig, c.DenseEvery, MaxDenseEvery)
+	case c.Fragments < 0 || c.Fragments > MaxFragments || c.Fragments > 1 && (c.Codec == CodecTopK || c.SharedRank > 0):
+		return fmt.Errorf("%w: fragments %d (want 0 to %d, with the low-rank codec and no shared rank)", ErrConfig, c.Fragments, MaxFragments)
 	case c.SharedRank < 0 || c.SharedRank > MaxSharedRank || c.SharedRank > 0 && c.Codec == CodecTopK:
 		return fmt.Errorf("%w: shared rank %d (want 0 to %d, with the low-rank codec)", ErrConfig, c.SharedRank, MaxSharedRank)
 	case c.SharedPowerIters < -1 || c.SharedPowerIters > 1:

@@ -40,7 +40,9 @@
 //
 // With Config.DenseEvery k above 1, the dense tensors go out only every k-th round, in
 // rotation (Config.Due: the j-th dense tensor when (round + j) mod k = 0; low-rank tensors
-// always); EncodeRound leaves the others out and adds their pseudo-gradients to their
+// always, unless Config.Fragments k above 1 sends the j-th of n low-rank tensors only when
+// round mod m = j mod m, m = min(k, n), the budget then going to fewer matrices at higher
+// ranks); EncodeRound leaves the others out and adds their pseudo-gradients to their
 // residuals. A receiver decodes a round's message with that round's schedule
 // (Message.DecodeDue): a tensor not due counts as zero, and a message that leaves out a due
 // tensor or carries one that is not due is refused. Config.Codec "topk", for measurement,

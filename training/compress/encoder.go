@@ -39,8 +39,9 @@ type tensorState struct {
 	captured float64
 	// residualNorm is ‖residual‖ after the last round.
 	residualNorm float64
-	// pending: the tensor was left out of a message (Config.DenseEvery) since it was last
-	// sent, and its residual already decayed once. held: it was left out of the last one.
+	// pending: the tensor was left out of a message (Config.DenseEvery, Config.Fragments)
+	// since it was last sent, and its residual already decayed once. held: it was left out
+	// of the last one.
 	pending, held bool
 	// input is ‖x‖² of the last round's input (for a held tensor: of its residual).
 	input float64
@@ -56,8 +57,8 @@ type TensorStats struct {
 	NextRank int     // rank the next round will use
 	Captured float64 // 1 − ‖residual‖²/‖delta+residual‖² after the last round
 	Residual float64 // ‖residual‖ after the last round
-	// Held: the tensor was not due in the last round (Config.DenseEvery) and was left out
-	// of the message; Captured is then 0.
+	// Held: the tensor was not due in the last round (Config.DenseEvery,
+	// Config.Fragments) and was left out of the message; Captured and Rank are then 0.
 	Held bool
 	// Input is ‖x‖² of the last round's input, x = delta + decayed residual: what
 	// Captured is a fraction of.
@@ -509,7 +510,9 @@ func (e *Encoder) Stats() []TensorStats {
 		s := TensorStats{Name: name, Captured: st.captured, Residual: st.residualNorm, Held: st.held, Input: st.input, SharedRank: st.srank}
 		if st.lr != nil {
 			s.LowRank, s.NextRank = true, st.lr.rank
-			s.Rank = st.lr.lastRank
+			if !st.held {
+				s.Rank = st.lr.lastRank
+			}
 		}
 		out = append(out, s)
 	}

@@ -37,8 +37,9 @@ type TensorState struct {
 	Gains    []float64 `cbor:"10,keyasint"`
 	Energy   float64   `cbor:"11,keyasint"`
 	Rand     []byte    `cbor:"12,keyasint"` // the generator's state (rand.PCG.MarshalBinary)
-	// Pending: a dense tensor left out of a message (Config.DenseEvery) since it was last
-	// sent; Held: left out of the last one.
+	// Pending: a tensor left out of a message (Config.DenseEvery for a dense one,
+	// Config.Fragments for a low-rank one) since it was last sent; Held: left out of the
+	// last one.
 	Pending bool `cbor:"13,keyasint,omitempty"`
 	Held    bool `cbor:"14,keyasint,omitempty"`
 }
@@ -100,8 +101,8 @@ func (e *Encoder) tensorFrom(ts *TensorState) (*tensorState, error) {
 	if e.isLowRank(ts.Shape) != ts.LowRank {
 		return nil, fmt.Errorf("low-rank %v, the configuration says %v", ts.LowRank, !ts.LowRank)
 	}
-	if ts.Held && !ts.Pending || (ts.Pending || ts.Held) && (ts.LowRank || e.cfg.DenseEvery <= 1) {
-		return nil, fmt.Errorf("held back (pending %v, held %v) with low-rank %v and dense every %d", ts.Pending, ts.Held, ts.LowRank, e.cfg.DenseEvery)
+	if ts.Held && !ts.Pending || (ts.Pending || ts.Held) && (ts.LowRank && e.cfg.Fragments <= 1 || !ts.LowRank && e.cfg.DenseEvery <= 1) {
+		return nil, fmt.Errorf("held back (pending %v, held %v) with low-rank %v, dense every %d and fragments %d", ts.Pending, ts.Held, ts.LowRank, e.cfg.DenseEvery, e.cfg.Fragments)
 	}
 	if !ts.LowRank {
 		return st, nil

@@ -62,7 +62,12 @@ func TestEagerStartAddsOwnPseudoGradient(t *testing.T) {
 // edit, if given, changes every node's configuration.
 func eagerSim(t *testing.T, weights []float64, rounds int, orderSeed uint64, edit ...func(*Config)) ([][][]byte, [][]byte) {
 	t.Helper()
-	theta0 := testTheta(8)
+	return eagerSimOn(t, testTheta(8), weights, rounds, orderSeed, edit...)
+}
+
+// eagerSimOn is eagerSim from θ_0 = theta0.
+func eagerSimOn(t *testing.T, theta0 []training.Tensor, weights []float64, rounds int, orderSeed uint64, edit ...func(*Config)) ([][][]byte, [][]byte) {
+	t.Helper()
 	n := len(weights)
 	ms, starts := make([]*Machine, n), make([][]training.Tensor, n)
 	for i := range ms {
