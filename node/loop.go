@@ -74,10 +74,14 @@ type loop struct {
 	agreeMet  *agreementMetrics              // nil: none
 	votes     voteBook                       // roots named by the records taken, for GET /agreement
 	fetched   map[slot]struct{}              // shards fetched by CID for the pending repair
-	ckpt      *checkpointer                  // makes the checkpoints off the loop (nil: none)
-	startWait time.Duration                  // longest wait for the genesis peers before round 0
-	epoch     uint64                         // epoch of the signer in use
-	bundle    []byte                         // its bundle, republished for late joiners
+	// sent is when the loop handed its own contribution to a round to gossip: the core
+	// encodes and signs it in LocalDone, which under load takes seconds. Only the loop's
+	// goroutine touches it; a round's entry goes when the round is reported.
+	sent      map[uint64]time.Time
+	ckpt      *checkpointer // makes the checkpoints off the loop (nil: none)
+	startWait time.Duration // longest wait for the genesis peers before round 0
+	epoch     uint64        // epoch of the signer in use
+	bundle    []byte        // its bundle, republished for late joiners
 }
 
 func newLoop(c *core.Core, clk clock, deps loopDeps, log *slog.Logger, prog *progress, tr *trainer, ev *evaluator) *loop {
@@ -172,7 +176,14 @@ func (l *loop) next(ctx context.Context, t ticker) (core.Ready, error) {
 			if d.err != nil {
 				return core.Ready{}, fmt.Errorf("local work of round %d: %w", d.round, d.err)
 			}
-			return l.core.LocalDone(l.clk.Now(), d.round, d.params)
+			rd, err := l.core.LocalDone(l.clk.Now(), d.round, d.params)
+			if err == nil && len(rd.Publish) > 0 {
+				if l.sent == nil {
+					l.sent = map[uint64]time.Time{}
+				}
+				l.sent[d.round] = l.clk.Now() // published next, in apply
+			}
+			return rd, err
 		case e := <-l.evals:
 			l.prog.evaluated(e)
 		case now := <-t.C():
@@ -222,6 +233,8 @@ func (l *loop) handle(ev any) (core.Ready, error) {
 			l.log.Debug("shard not taken", "round", e.shard.Header.Round, "peer", e.shard.Header.Peer, "err", err)
 			return core.Ready{}, nil
 		}
+		l.log.Debug("shard taken", "round", e.shard.Header.Round, "peer", e.shard.Header.Peer, "index", e.shard.Header.Index,
+			"checked_at", e.at.UTC().Format(timeMS), "queued_s", l.clk.Now().Sub(e.at).Seconds())
 		return rd, nil
 	case evidenceIn:
 		rd, err := l.core.Evidence(e.ev)
@@ -296,7 +309,16 @@ func (l *loop) setSigner(ctx context.Context, epoch uint64) error {
 // closed reports a closed round and has θ scored off the loop.
 func (l *loop) closed(ctx context.Context, s *core.Summary, c *core.Commit) {
 	scored := l.eval.submit(evalJob{round: s.Round, params: s.Params})
-	l.prog.roundClosed(roundStatus(s, l.clk.Now()), slashedIn(c), scored)
+	st := roundStatus(s, l.clk.Now())
+	if t, ok := l.sent[s.Round]; ok {
+		st.SentAt = t.UTC().Format(timeMS)
+	}
+	for r := range l.sent {
+		if r <= s.Round {
+			delete(l.sent, r)
+		}
+	}
+	l.prog.roundClosed(st, slashedIn(c), scored)
 	if s.Round%republishEvery == republishEvery-1 {
 		if err := l.deps.publish(ctx, p2p.KindAttest, l.bundle); err != nil && ctx.Err() == nil {
 			l.log.Warn("republishing the bundle", "err", err)
@@ -316,21 +338,14 @@ func roundStatus(s *core.Summary, now time.Time) RoundStatus {
 	}
 	return RoundStatus{
 		Round: s.Round, Included: included, Filtered: s.Filtered, Rejected: rejected, Evidence: s.Evidence,
-		ContributionBytes: s.ContributionBytes, StallS: s.Stall.Seconds(), DeadlineS: s.Deadline.Seconds(),
+		ContributionBytes: s.ContributionBytes, StallS: s.Stall.Seconds(), HeldS: s.Held.Seconds(), DeadlineS: s.Deadline.Seconds(),
 		Ranks: s.Ranks, StateRoot: hexRoot(s.StateRoot), LedgerRoot: hexRoot(s.LedgerRoot),
-		ClosedAt: now.UTC().Format(timeMS), SentAt: formatSent(s.Sent),
+		ClosedAt: now.UTC().Format(timeMS),
 	}
 }
 
 // timeMS is RFC 3339 to the millisecond: the date-time form browsers parse too.
 const timeMS = "2006-01-02T15:04:05.000Z07:00"
-
-func formatSent(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(timeMS)
-}
 
 // slashedIn lists the peers a commit penalised.
 func slashedIn(c *core.Commit) []string {

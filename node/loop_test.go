@@ -272,6 +272,7 @@ func TestSilentPeersRoundClosesAtDeadlineAndTrainingGoesOn(t *testing.T) {
 	self, _ := peer.IDFromPrivateKey(key)
 	s := syntheticSpec(t, map[string]uint64{self.String(): 100, testPeerID(t): 100, testPeerID(t): 100})
 	h := newLoopHarness(t, s, key, newFakeClock(), nil)
+	start := h.clk.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h.run(t, ctx)
@@ -304,6 +305,14 @@ func TestSilentPeersRoundClosesAtDeadlineAndTrainingGoesOn(t *testing.T) {
 	st2 := h.l.prog.status()
 	if len(st2.Rounds) != 4 || st2.Rounds[0].DeadlineS != deadline.Seconds() || st2.Rounds[2].StallS <= 0 {
 		t.Fatalf("rounds %+v", st2.Rounds)
+	}
+	// Each round says when its contribution went to gossip: rounds 0 and 1 at the start,
+	// rounds 2 and 3 once round 0 closed, at D.
+	for i, r := range st2.Rounds {
+		want := start.Add(time.Duration(i/2) * deadline).UTC().Format(timeMS)
+		if r.SentAt != want || r.ClosedAt != start.Add(time.Duration(1+i/2)*deadline).UTC().Format(timeMS) {
+			t.Errorf("round %d: sent at %s, closed at %s; want sent at %s", r.Round, r.SentAt, r.ClosedAt, want)
+		}
 	}
 }
 

@@ -26,13 +26,14 @@ type RoundStatus struct {
 	WireBytesSent     int64          `json:"wire_bytes_sent"`     // during the round, all protocols
 	WireBytesReceived int64          `json:"wire_bytes_received"` // during the round, all protocols
 	StallS            float64        `json:"stall_s"`
+	HeldS             float64        `json:"held_s"` // closable by its deadline rule, the round waited this long for the records of the round leaving the repair window
 	DeadlineS         float64        `json:"deadline_s"`
 	Ranks             []int          `json:"ranks"`
 	StateRoot         string         `json:"state_root"`
 	LedgerRoot        string         `json:"ledger_root"`
 	ClosedAt          string         `json:"closed_at"` // RFC 3339, to the millisecond
-	// SentAt is when this node's contribution to the round went out (its local work
-	// ended), as ClosedAt; empty without one.
+	// SentAt is when this node handed its contribution to the round to gossip, encoded
+	// and signed, as ClosedAt; empty without one (or for a round a restart closed).
 	SentAt string `json:"sent_at,omitempty"`
 	// Repaired: the round was closed again with its canonical inclusion list; Included,
 	// Evidence and the roots are the repaired round's, the loss that of the first close.

@@ -233,7 +233,10 @@ func (c *Core) summarise(now time.Time, r uint64, mr round.Ready, closed incenti
 	}
 	copy(sum.StateRoot[:], closed.Record.NewRoot)
 	if o := c.own[r]; o != nil {
-		sum.ContributionBytes, sum.Sent = o.bytes, o.done
+		sum.ContributionBytes = o.bytes
+	}
+	if ri := c.rounds[r]; ri != nil && !ri.ready.IsZero() {
+		sum.Held = max(now.Sub(ri.ready), 0)
 	}
 	if c.own[r] != nil && c.leftOut(r) {
 		c.realign = true // its next start is a round late too: skip it (late.go)

@@ -141,13 +141,12 @@ type Summary struct {
 	// "jailed", "weight", "decode", "cap", "equivocation", and "filtered" for those of
 	// Included the aggregation rule left out whole (they earn nothing).
 	Rejected          map[string]int
-	Evidence          int // evidence items in the record
-	ContributionBytes int // this node's own signed shard bytes for Round
-	// Sent is when this node's local work for Round ended and its contribution went out
-	// (zero without one): with its peers' Sent, a measurement tells how much of a Stall
-	// waited for a peer's compute rather than for the network.
-	Sent       time.Time
-	Stall      time.Duration // local work blocked waiting for this round to close
+	Evidence          int           // evidence items in the record
+	ContributionBytes int           // this node's own signed shard bytes for Round
+	Stall             time.Duration // local work blocked waiting for this round to close
+	// Held is how long the round waited, once its deadline rule let it close, for the
+	// records of the round leaving the repair window (aheadOfRecords).
+	Held       time.Duration
 	Deadline   time.Duration // the adaptive deadline in force
 	ModelRoot  [32]byte      // round.State root after the close
 	StateRoot  [32]byte      // Record.NewRoot

@@ -260,11 +260,3 @@ func TestShardEquivocationEvidenceLeavesTheContributionOut(t *testing.T) {
 	}
 }
 
-// A round's summary says when this node's contribution to it went out: its local work's
-// end.
-func TestSummarySaysWhenTheContributionWentOut(t *testing.T) {
-	c, _ := tinyCore(t) // round 0's local work ended at capT0
-	if sum := closeRound0(t, c); !sum.Sent.Equal(capT0) {
-		t.Fatalf("sent at %v, want %v", sum.Sent, capT0)
-	}
-}
