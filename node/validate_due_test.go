@@ -120,8 +120,10 @@ func TestShardsOffTheScheduleRefusedAtValidation(t *testing.T) {
 	if len(honest) < 2 || len(every) <= len(honest) {
 		t.Fatalf("%d and %d shards: the test needs contributions of several", len(honest), len(every))
 	}
+	carol := fx.Bundle("carol", "") // alice holds round 12's slot 0 already: another shard would be equivocation
+	ft.holdBundle(carol)
 	for i, sh := range honest {
-		ft.expect("honest part", p2p.KindShards, partOf(t, fx, "alice", alice, 12, i, len(honest), sh.Data), p2p.Accept, reasonOK)
+		ft.expect("honest part", p2p.KindShards, partOf(t, fx, "carol", carol, 12, i, len(honest), sh.Data), p2p.Accept, reasonOK)
 		<-ft.inbox
 	}
 	bob := fx.Bundle("bob", "")
