@@ -259,4 +259,3 @@ func TestShardEquivocationEvidenceLeavesTheContributionOut(t *testing.T) {
 		}
 	}
 }
-
