@@ -51,14 +51,8 @@ func TestEquivocationRetriedAfterBusyInbox(t *testing.T) {
 // it closed the round (gossip ignores it as late) still proves the equivocation, once; a
 // late copy of the held shard, and a third variant, prove nothing more.
 func TestLateEquivocationBecomesEvidence(t *testing.T) {
-	ft := newFullTest(t, 16, nil)
-	mallory := ft.fx.Bundle("mallory", "")
-	ft.holdBundle(mallory)
-	first := marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload")))
-	ft.expect("first", p2p.KindShards, first, p2p.Accept, reasonOK)
-	if _, ok := (<-ft.inbox).(shardIn); !ok {
-		t.Fatal("the first shard did not reach the loop")
-	}
+	ft, mallory, a := heldSlot(t)
+	first := marshalShard(t, a)
 	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2}) // round 10 closed
 	ft.expect("the first again, late", p2p.KindShards, first, p2p.Ignore, reasonLate)
 	ft.f.wg.Wait()
@@ -77,17 +71,28 @@ func TestLateEquivocationBecomesEvidence(t *testing.T) {
 // TestLateShardWithABadSignatureRejected: a shard of a closed round for a held slot, its
 // signature not the peer's, is refused (its forwarder pays), proving nothing.
 func TestLateShardWithABadSignatureRejected(t *testing.T) {
-	ft := newFullTest(t, 16, nil)
-	mallory := ft.fx.Bundle("mallory", "")
-	ft.holdBundle(mallory)
-	ft.expect("first", p2p.KindShards, marshalShard(t, ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))), p2p.Accept, reasonOK)
-	<-ft.inbox
+	ft, mallory, _ := heldSlot(t)
 	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2})
 	forged := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2"))
 	forged.Sig[0] ^= 1
 	ft.expect("forged, late", p2p.KindShards, marshalShard(t, forged), p2p.Reject, reasonSignature)
 	ft.f.wg.Wait()
 	ft.wantEvidence(t, "forged", false, incentives.KindEquivocation)
+}
+
+// heldSlot is a full test holding mallory's bundle and the first shard of its slot 0 of
+// round 10, which reached the loop (the inbox is emptied): the bundle and the shard.
+func heldSlot(t *testing.T) (*fullTest, []byte, *verify.Shard) {
+	t.Helper()
+	ft := newFullTest(t, 16, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	a := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))
+	ft.expect("first", p2p.KindShards, marshalShard(t, a), p2p.Accept, reasonOK)
+	if s, e := ft.events(); s != 1 || e != 0 {
+		t.Fatalf("the first shard: %d shards and %d evidence items to the loop, want 1 and 0", s, e)
+	}
+	return ft, mallory, a
 }
 
 // resigned is s with its header signed again by peer's key under another nonce: the same
@@ -130,12 +135,7 @@ func (ft *fullTest) events() (shards, evidence int) {
 func TestResignedShardIsNoConflict(t *testing.T) {
 	for _, closed := range []bool{false, true} {
 		t.Run(fmt.Sprint("closed ", closed), func(t *testing.T) {
-			ft := newFullTest(t, 16, nil)
-			mallory := ft.fx.Bundle("mallory", "")
-			ft.holdBundle(mallory)
-			a := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))
-			ft.expect("first", p2p.KindShards, marshalShard(t, a), p2p.Accept, reasonOK)
-			ft.events()
+			ft, mallory, a := heldSlot(t)
 			want, reason := p2p.Ignore, reasonResigned
 			if closed {
 				ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2})
@@ -163,12 +163,7 @@ func TestResignedShardIsNoConflict(t *testing.T) {
 // version of a held slot proves the equivocation at once; the later gossip copy of it
 // adds nothing.
 func TestRepairFetchOfTheOtherVersionProves(t *testing.T) {
-	ft := newFullTest(t, 16, nil)
-	mallory := ft.fx.Bundle("mallory", "")
-	ft.holdBundle(mallory)
-	a := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload"))
-	ft.expect("first", p2p.KindShards, marshalShard(t, a), p2p.Accept, reasonOK)
-	ft.events()
+	ft, mallory, _ := heldSlot(t)
 	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2, RepairFrom: 8})
 	b := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2"))
 	bd := marshalShard(t, b)
