@@ -44,7 +44,9 @@ type SwarmOptions struct {
 	// ComputeSlots, when above 0, is how many nodes may run an inner step or an evaluation
 	// at once (node.Options.Compute): with as many as the process has cores, no node's
 	// network work waits behind the compute of many nodes sharing them, as it would not
-	// on a machine of its own. 0: every node computes when the Go scheduler lets it.
+	// on a machine of its own. A freed slot goes to the waiting node that has computed
+	// least, so the nodes keep pace as on equal machines. 0: every node computes when the
+	// Go scheduler lets it.
 	ComputeSlots int
 }
 

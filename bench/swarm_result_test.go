@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,13 +115,14 @@ func TestSwarmExchangeStall(t *testing.T) {
 // TestComputeGate: with two slots a third taker waits until a slot is released; with none
 // there is no gate.
 func TestComputeGate(t *testing.T) {
-	if computeGate(0) != nil {
+	if newComputeGate(0).forNode() != nil {
 		t.Fatal("0 slots: a gate")
 	}
-	gate := computeGate(2)
-	r1, _ := gate(), gate()
+	g := newComputeGate(2)
+	a, b, c := g.forNode(), g.forNode(), g.forNode()
+	r1, _ := a(), b()
 	got := make(chan func())
-	go func() { got <- gate() }()
+	go func() { got <- c() }()
 	select {
 	case <-got:
 		t.Fatal("a third node computes while two hold the slots")
@@ -128,4 +130,43 @@ func TestComputeGate(t *testing.T) {
 	}
 	r1()
 	(<-got)()
+}
+
+// TestComputeGateServesTheLaggardFirst: a freed slot goes to the waiting node that has
+// computed least, even when a node further ahead asked first; equals go in order of asking.
+func TestComputeGateServesTheLaggardFirst(t *testing.T) {
+	g := newComputeGate(1)
+	ahead, holder, behind, behind2 := g.forNode(), g.forNode(), g.forNode(), g.forNode()
+	for range 3 {
+		ahead()()
+	}
+	release := holder()
+	order := make(chan string, 3)
+	ask := func(name string, compute func() func(), waiters int) {
+		go func() {
+			r := compute()
+			order <- name
+			r()
+		}()
+		for { // until it waits
+			g.mu.Lock()
+			n := len(g.waiting)
+			g.mu.Unlock()
+			if n == waiters {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	ask("ahead", ahead, 1)
+	ask("behind", behind, 2)
+	ask("behind2", behind2, 3)
+	release()
+	var got []string
+	for range 3 {
+		got = append(got, <-order)
+	}
+	if want := []string{"behind", "behind2", "ahead"}; !slices.Equal(got, want) {
+		t.Fatalf("served %v, want %v", got, want)
+	}
 }

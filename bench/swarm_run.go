@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lowband/lowband/configs"
@@ -54,9 +56,9 @@ func startSwarm(ctx context.Context, opt SwarmOptions, spec *configs.Spec, homes
 		return errors.Join(errs...)
 	}
 	var built []*node.Node // made, not running yet
-	compute := computeGate(opt.ComputeSlots)
+	gate := newComputeGate(opt.ComputeSlots)
 	build := func(o node.Options) (*node.Node, error) {
-		o.Spec, o.Logger, o.P2P, o.Compute = spec, swarmLogger(o.Home.Dir), link, compute
+		o.Spec, o.Logger, o.P2P, o.Compute = spec, swarmLogger(o.Home.Dir), link, gate.forNode()
 		n, err := node.New(ctx, o)
 		if err == nil {
 			built = append(built, n)
@@ -260,15 +262,70 @@ func wireLine(now, was p2p.WireSnapshot, n int) string {
 	return b.String()
 }
 
-// computeGate is node.Options.Compute for slots nodes computing at once (nil: no gate).
-func computeGate(slots int) func() func() {
+// computeGate shares slots compute slots among the swarm's nodes (nil: no gate). Its
+// forNode gives each node its node.Options.Compute. A freed slot goes to the waiting node
+// that has computed least so far (ties: the first to ask): nodes sharing a few cores then
+// keep pace with one another, as nodes on equal machines of their own would, rather than
+// drift apart by whole rounds while the ones ahead wait for the others' compute.
+type computeGate struct {
+	mu      sync.Mutex
+	free    int
+	waiting []*computeWaiter
+	asked   uint64 // how many asks so far, to order ties
+}
+
+type computeWaiter struct {
+	done, asked uint64 // the node's computes so far; the ask's order
+	ready       chan struct{}
+}
+
+func newComputeGate(slots int) *computeGate {
 	if slots <= 0 {
 		return nil
 	}
-	sem := make(chan struct{}, slots)
-	release := func() { <-sem }
-	return func() func() {
-		sem <- struct{}{}
-		return release
+	return &computeGate{free: slots}
+}
+
+// forNode is one node's node.Options.Compute (nil for a nil gate).
+func (g *computeGate) forNode() func() func() {
+	if g == nil {
+		return nil
 	}
+	var done atomic.Uint64 // this node's computes so far (inner steps and evaluations)
+	return func() func() {
+		g.acquire(done.Add(1) - 1)
+		return g.release
+	}
+}
+
+func (g *computeGate) acquire(done uint64) {
+	g.mu.Lock()
+	g.asked++
+	if g.free > 0 && len(g.waiting) == 0 {
+		g.free--
+		g.mu.Unlock()
+		return
+	}
+	w := &computeWaiter{done: done, asked: g.asked, ready: make(chan struct{})}
+	g.waiting = append(g.waiting, w)
+	g.mu.Unlock()
+	<-w.ready // the slot is handed over by release
+}
+
+func (g *computeGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.waiting) == 0 {
+		g.free++
+		return
+	}
+	k := 0
+	for i, w := range g.waiting {
+		if w.done < g.waiting[k].done || w.done == g.waiting[k].done && w.asked < g.waiting[k].asked {
+			k = i
+		}
+	}
+	w := g.waiting[k]
+	g.waiting = slices.Delete(g.waiting, k, k+1)
+	close(w.ready)
 }
