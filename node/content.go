@@ -28,7 +28,7 @@ type contentStore struct {
 	mu       sync.Mutex
 	bytes    int
 	bySlot   map[slot]heldShard
-	byCID    map[string]slot
+	byCID    map[string]slotSet // the slots whose held shard names each payload CID
 	byRound  map[uint64]slotSet
 	byPeer   map[string]slotSet // each peer's held slots
 	peerLoad map[string]int     // each peer's held bytes
@@ -41,7 +41,7 @@ func newContentStore(maxBytes int) *contentStore {
 	if maxBytes <= 0 {
 		maxBytes = defaultContentBytes
 	}
-	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot),
+	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slotSet),
 		byRound: make(map[uint64]slotSet), byPeer: make(map[string]slotSet), peerLoad: make(map[string]int)}
 }
 
@@ -121,7 +121,7 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 		return putNew
 	}
 	c.bySlot[k] = heldShard{data: bytes.Clone(data), head: head, cid: string(s.Header.PayloadCID)}
-	c.byCID[string(s.Header.PayloadCID)] = k
+	addSlot(c.byCID, string(s.Header.PayloadCID), k)
 	addSlot(c.byRound, k.round, k)
 	addSlot(c.byPeer, k.peer, k)
 	c.peerLoad[k.peer] += len(data)
@@ -188,14 +188,17 @@ func (c *contentStore) shard(k slot) []byte {
 	return c.bySlot[k].data
 }
 
-// byPayload returns the held shard whose header names payload CID cid, nil if none.
-func (c *contentStore) byPayload(cid []byte) []byte {
+// held returns the index and bytes of the held shard of round and peer whose header names
+// payload CID cid; nil bytes if none. The bytes are shared.
+func (c *contentStore) held(round uint64, peer string, cid []byte) (uint32, []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if k, ok := c.byCID[string(cid)]; ok {
-		return c.bySlot[k].data
+	for k := range c.byCID[string(cid)] {
+		if k.round == round && k.peer == peer {
+			return k.index, c.bySlot[k].data
+		}
 	}
-	return nil
+	return 0, nil
 }
 
 // prune drops the shards of rounds before round.
@@ -221,9 +224,7 @@ func (c *contentStore) drop(k slot, old heldShard) {
 	delete(c.bySlot, k)
 	removeSlot(c.byRound, k.round, k)
 	removeSlot(c.byPeer, k.peer, k)
-	if c.byCID[old.cid] == k {
-		delete(c.byCID, old.cid)
-	}
+	removeSlot(c.byCID, old.cid, k)
 	c.bytes -= len(old.data)
 	c.peerLoad[k.peer] -= len(old.data)
 	if c.byPeer[k.peer] == nil {

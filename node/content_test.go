@@ -3,6 +3,7 @@ package node
 import (
 	"testing"
 
+	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/verify"
@@ -60,7 +61,7 @@ func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
 	}
 	data, k := shard(4, 0, "p")
 	s := fx.Shard("alice", b, 4, 0, []byte("p"))
-	if string(c.shard(k)) != string(data) || string(c.byPayload(s.Header.PayloadCID)) != string(data) {
+	if _, held := c.held(4, s.Header.Peer, s.Header.PayloadCID); string(c.shard(k)) != string(data) || string(held) != string(data) {
 		t.Fatalf("round 4 not served by slot and CID (%d bytes held)", c.bytes)
 	}
 }
@@ -79,8 +80,54 @@ func TestContentOfTheRepairWindowKept(t *testing.T) {
 	}
 	ft.f.setView(core.View{NextClose: 16, NextLocal: 17, Window: 2, RepairFrom: 10}) // a repair depth of 6
 	for r, cid := range cids {
-		if held := ft.f.content.byPayload(cid) != nil; held != (r >= 4) {
+		if _, data := ft.f.content.held(uint64(r), incentivestest.PeerID("alice"), cid); (data != nil) != (r >= 4) {
+			held := data != nil
 			t.Errorf("round %d: held %v with rounds 10 to 15 open to repair", r, held)
+		}
+	}
+}
+
+// TestOnePayloadInManySlots: shards of several slots may carry one payload (a peer that
+// sends the same update in two rounds, a copy of another peer's). Each stays found by its
+// round, signer and CID, for the commit of its round and for a repair's fetch, whatever
+// the order they came in and after another is dropped.
+func TestOnePayloadInManySlots(t *testing.T) {
+	fx := incentivestest.New("net-a", "run-a")
+	alice, bob := fx.Bundle("alice", ""), fx.Bundle("bob", "")
+	payload := []byte("the same update")
+	shards := []*verify.Shard{
+		fx.Shard("alice", alice, 8, 0, payload),
+		fx.Shard("alice", alice, 9, 0, payload),
+		fx.Shard("bob", bob, 8, 0, payload), // bob copied alice's round-8 update
+	}
+	cid := shards[0].Header.PayloadCID
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
+		c := newContentStore(0)
+		for _, i := range order {
+			if r := c.put(shards[i], marshalShard(t, shards[i])); r != putNew {
+				t.Fatalf("order %v: shard %d: %v", order, i, r)
+			}
+		}
+		for _, s := range shards {
+			index, data := c.held(s.Header.Round, s.Header.Peer, cid)
+			if string(data) != string(marshalShard(t, s)) || index != s.Header.Index {
+				t.Fatalf("order %v: round %d of %s not found by its CID", order, s.Header.Round, s.Header.Peer[:8])
+			}
+		}
+		rec := &incentives.Record{Round: 8, Contributions: []incentives.Contribution{
+			{Peer: shards[0].Header.Peer, Shards: [][]byte{cid}},
+			{Peer: shards[2].Header.Peer, Shards: [][]byte{cid}},
+		}}
+		got, missing := committedShards(rec, c)
+		if missing != 0 || len(got) != 2 || got[0].Peer != shards[0].Header.Peer || got[1].Peer != shards[2].Header.Peer {
+			t.Fatalf("order %v: round 8 committed with %d shards, %d missing", order, len(got), missing)
+		}
+		c.prune(9) // round 8 goes; round 9 stays found
+		if _, data := c.held(9, shards[1].Header.Peer, cid); data == nil {
+			t.Fatalf("order %v: round 9 lost with round 8", order)
+		}
+		if _, data := c.held(8, shards[2].Header.Peer, cid); data != nil || len(c.byCID[string(cid)]) != 1 {
+			t.Fatalf("order %v: a pruned slot still indexed", order)
 		}
 	}
 }

@@ -21,8 +21,9 @@ import (
 // and one response, the object's bytes, empty when the peer does not hold it. Whatever a
 // fetch returns goes through the same checks as gossip.
 const (
-	fetchBundle    byte = 1 // key: a bundle's 32-byte hash
-	fetchShardCID  byte = 2 // key: a shard's binary payload CID
+	fetchBundle byte = 1 // key: a bundle's 32-byte hash
+	// 2 was a shard by its payload CID alone, retired: several slots can hold one payload
+	// (a peer sending the same update in two rounds, or a copy of another peer's).
 	fetchShardSlot byte = 3 // key: round (8 bytes, big endian), index (4 bytes), peer ID (text)
 	fetchManifest  byte = 4 // key: a checkpoint manifest's 32-byte ID
 	fetchChunk     byte = 5 // key: a checkpoint chunk's 32-byte SHA-256
@@ -59,6 +60,11 @@ const (
 	// peers (the head watch) needs their rounds and which records they committed, not the
 	// records: an answer is 106 bytes where a whole record lists every contribution.
 	fetchCommittedDigest byte = 12
+	// fetchShardCID: key: round (8 bytes, big endian), the CID's length (1 byte), a binary
+	// payload CID, the signer's peer ID (text): the shard of that round and signer whose
+	// header names that payload, from the recent shards the node holds. A repair asks by
+	// CID, not by slot: the record it follows names the version of the slot it wants.
+	fetchShardCID byte = 13
 )
 
 // shortCommitted marks fetchCommittedSame's short answer: the marker, the signed record's
@@ -81,10 +87,10 @@ const (
 // headRound is the key of fetchCommitted that asks for the last closed round.
 const headRound = ^uint64(0)
 
-// Request bounds: a slot request is the longest.
+// Request bounds: a shard by CID is the longest.
 const (
 	maxFetchCID     = 64
-	maxFetchRequest = 1 + 8 + 4 + verify.MaxIDLen
+	maxFetchRequest = 1 + 8 + 1 + maxFetchCID + verify.MaxIDLen
 )
 
 // ErrBadFetchRequest is wrapped by parseFetchRequest for a request it refuses.
@@ -97,13 +103,17 @@ var errNotHeld = errors.New("the peer does not hold it")
 type fetchRequest struct {
 	kind byte
 	hash [32]byte // fetchBundle, fetchManifest, fetchChunk, fetchManifestR
-	cid  []byte   // fetchShardCID
-	slot slot     // fetchShardSlot; fetchSignedRecord: round and peer (the signer)
+	cid  []byte   // fetchShardCID, fetchStoredShard
+	slot slot     // fetchShardSlot; fetchShardCID, fetchSignedRecord: round and peer (the signer)
 }
 
 func bundleRequest(h [32]byte) fetchRequest { return fetchRequest{kind: fetchBundle, hash: h} }
 func slotRequest(k slot) fetchRequest       { return fetchRequest{kind: fetchShardSlot, slot: k} }
-func cidRequest(cid []byte) fetchRequest    { return fetchRequest{kind: fetchShardCID, cid: cid} }
+
+// cidRequest asks for the shard of round and peer whose payload is cid.
+func cidRequest(round uint64, peer string, cid []byte) fetchRequest {
+	return fetchRequest{kind: fetchShardCID, slot: slot{round: round, peer: peer}, cid: cid}
+}
 
 func committedRequest(round uint64) fetchRequest {
 	return fetchRequest{kind: fetchCommitted, slot: slot{round: round}}
@@ -135,7 +145,10 @@ func (r fetchRequest) marshal() []byte {
 	case fetchBundle, fetchManifest, fetchChunk, fetchManifestR:
 		out = append(out, r.hash[:]...)
 	case fetchShardCID:
+		out = binary.BigEndian.AppendUint64(out, r.slot.round)
+		out = append(out, byte(len(r.cid)))
 		out = append(out, r.cid...)
+		out = append(out, r.slot.peer...)
 	case fetchShardSlot:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = binary.BigEndian.AppendUint32(out, r.slot.index)
@@ -169,10 +182,18 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 		}
 		copy(r.hash[:], key)
 	case fetchShardCID:
-		if len(key) == 0 || len(key) > maxFetchCID {
-			return r, fmt.Errorf("%w: CID of %d bytes", ErrBadFetchRequest, len(key))
+		if len(key) < 9 {
+			return r, fmt.Errorf("%w: shard by CID key of %d bytes", ErrBadFetchRequest, len(key))
 		}
-		r.cid = append([]byte(nil), key...)
+		n := int(key[8])
+		if n == 0 || n > maxFetchCID || len(key) <= 9+n {
+			return r, fmt.Errorf("%w: CID of %d bytes in a key of %d", ErrBadFetchRequest, n, len(key))
+		}
+		r.slot = slot{round: binary.BigEndian.Uint64(key), peer: string(key[9+n:])}
+		r.cid = append([]byte(nil), key[9:9+n]...)
+		if err := verify.CheckPeerID(r.slot.peer); err != nil {
+			return r, fmt.Errorf("%w: %v", ErrBadFetchRequest, err)
+		}
 	case fetchShardSlot:
 		if len(key) <= 12 {
 			return r, fmt.Errorf("%w: slot of %d bytes", ErrBadFetchRequest, len(key))
@@ -274,7 +295,8 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 	case fetchBundle:
 		return s.reg.bundle(r.hash)
 	case fetchShardCID:
-		return s.content.byPayload(r.cid)
+		_, data := s.content.held(r.slot.round, r.slot.peer, r.cid)
+		return data
 	case fetchManifest, fetchChunk, fetchManifestR:
 		return s.checkpoint(r)
 	case fetchSignedRecord:

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -12,10 +13,11 @@ import (
 	"github.com/lowband/lowband/verify"
 )
 
-// repairWant is a shard a repair of a closed round wants: its round and payload CID,
-// and the peers to ask, in order.
+// repairWant is a shard a repair of a closed round wants: its round, signer and payload
+// CID, and the peers to ask, in order.
 type repairWant struct {
 	round uint64
+	peer  string
 	cid   []byte
 	peers []peer.ID
 }
@@ -23,7 +25,7 @@ type repairWant struct {
 // wantCID queues the shard of w for the repair fetchers, which fetch it (fetchCID) off
 // the caller's goroutine, each once while it is queued or fetched.
 func (f *fullChecks) wantCID(w repairWant) {
-	f.enqueue(&f.repairs, string(w.cid), w.round, func(ctx context.Context) { f.fetchCID(ctx, w) })
+	f.enqueue(&f.repairs, fmt.Sprintf("%d %s %x", w.round, w.peer, w.cid), w.round, func(ctx context.Context) { f.fetchCID(ctx, w) })
 }
 
 // fetchCID gets the shard of w to the loop: from the content store when it holds it
@@ -31,7 +33,7 @@ func (f *fullChecks) wantCID(w repairWant) {
 // check, or its round leaves the repair window. It blocks. Each answer is counted as the
 // shards topic's.
 func (f *fullChecks) fetchCID(ctx context.Context, w repairWant) bool {
-	if data := f.content.byPayload(w.cid); data != nil {
+	if _, data := f.content.held(w.round, w.peer, w.cid); data != nil {
 		r, reason := f.repairShard(ctx, "", w, data)
 		if r == p2p.Accept {
 			return true
@@ -48,7 +50,7 @@ func (f *fullChecks) fetchCID(ctx context.Context, w repairWant) bool {
 		if p == f.cfg.Self {
 			continue
 		}
-		data, err := f.cfg.Fetch.fetch(ctx, p, cidRequest(w.cid))
+		data, err := f.cfg.Fetch.fetch(ctx, p, cidRequest(w.round, w.peer, w.cid))
 		if err != nil {
 			f.cfg.Log.Debug("fetching a shard for a repair", "round", w.round, "peer", p.ShortString(), "err", err)
 			continue
@@ -66,7 +68,7 @@ func (f *fullChecks) fetchCID(ctx context.Context, w repairWant) bool {
 
 // repairShard checks a shard that from sent (or the content store held, from empty) for
 // the repair want w, and hands it to the loop marked as a repair's: it must be the shard
-// asked for (round and payload CID); its round may be closed, from the view's RepairFrom
+// asked for (round, signer and payload CID); its round may be closed, from the view's RepairFrom
 // on, where gossip finds it late; then bundle (fetched from from when unknown), signature
 // and content as any shard. It reaches the loop even when the content store held it: the
 // repair asked for it.
@@ -76,7 +78,7 @@ func (f *fullChecks) repairShard(ctx context.Context, from peer.ID, w repairWant
 		return r, reason
 	}
 	s := obj.(*verify.Shard)
-	if s.Header.Round != w.round || !bytes.Equal(s.Header.PayloadCID, w.cid) {
+	if s.Header.Round != w.round || s.Header.Peer != w.peer || !bytes.Equal(s.Header.PayloadCID, w.cid) {
 		return p2p.Reject, reasonDecode // not what was asked for
 	}
 	if r, reason := repairWindow(*f.view.Load(), s.Header.Round); r != p2p.Accept {

@@ -51,17 +51,25 @@ func TestShardOfAClosedRoundTakenOnlyWhenARepairAsks(t *testing.T) {
 	ft.inboxEmpty("the shard by gossip")
 
 	ctx := context.Background()
-	if ft.f.fetchCID(ctx, repairWant{round: 8, cid: other.Header.PayloadCID, peers: []peer.ID{neighbor}}) {
+	if ft.f.fetchCID(ctx, repairWant{round: 8, peer: other.Header.Peer, cid: other.Header.PayloadCID, peers: []peer.ID{neighbor}}) {
 		t.Fatal("an answer that is another shard than the one asked for was taken")
 	}
 	if ft.count(p2p.KindShards, p2p.Reject, reasonDecode) != 1 {
 		t.Fatal("the wrong answer was not counted as refused")
 	}
-	if ft.f.fetchCID(ctx, repairWant{round: 6, cid: old.Header.PayloadCID, peers: []peer.ID{neighbor}}) {
+	// The same payload under another signer (a copy of alice's update) is not the shard
+	// asked for either.
+	if ft.f.fetchCID(ctx, repairWant{round: 8, peer: incentivestest.PeerID("bob"), cid: wanted.Header.PayloadCID, peers: []peer.ID{neighbor}}) {
+		t.Fatal("another signer's shard of the payload asked for was taken")
+	}
+	if ft.count(p2p.KindShards, p2p.Reject, reasonDecode) != 2 {
+		t.Fatal("another signer's shard was not counted as refused")
+	}
+	if ft.f.fetchCID(ctx, repairWant{round: 6, peer: old.Header.Peer, cid: old.Header.PayloadCID, peers: []peer.ID{neighbor}}) {
 		t.Fatal("a shard of a round before RepairFrom was taken")
 	}
 	ft.inboxEmpty("refused answers")
-	if !ft.f.fetchCID(ctx, repairWant{round: 8, cid: wanted.Header.PayloadCID, peers: []peer.ID{self, neighbor}}) {
+	if !ft.f.fetchCID(ctx, repairWant{round: 8, peer: wanted.Header.Peer, cid: wanted.Header.PayloadCID, peers: []peer.ID{self, neighbor}}) {
 		t.Fatal("the wanted shard of a closed round inside the repair window was not taken")
 	}
 	in := (<-ft.inbox).(shardIn)
@@ -70,7 +78,7 @@ func TestShardOfAClosedRoundTakenOnlyWhenARepairAsks(t *testing.T) {
 	}
 	// Held now: asked again, it comes from the content store, not a peer.
 	asked := served.asked
-	if !ft.f.fetchCID(ctx, repairWant{round: 8, cid: wanted.Header.PayloadCID, peers: []peer.ID{neighbor}}) || served.asked != asked {
+	if !ft.f.fetchCID(ctx, repairWant{round: 8, peer: wanted.Header.Peer, cid: wanted.Header.PayloadCID, peers: []peer.ID{neighbor}}) || served.asked != asked {
 		t.Fatalf("a held shard was fetched again (%d requests, %d before)", served.asked, asked)
 	}
 	<-ft.inbox

@@ -22,7 +22,7 @@ func TestFetchRequests(t *testing.T) {
 	alice := incentivestest.PeerID("alice")
 	for _, r := range []fetchRequest{
 		bundleRequest([32]byte{1, 2, 3}),
-		cidRequest(verify.PayloadCID([]byte("payload"))),
+		cidRequest(1<<40, alice, verify.PayloadCID([]byte("payload"))),
 		slotRequest(slot{round: 1 << 40, peer: alice, index: 7}),
 		{kind: fetchManifest, hash: [32]byte{4}},
 		{kind: fetchChunk, hash: [32]byte{5}},
@@ -44,7 +44,13 @@ func TestFetchRequests(t *testing.T) {
 		"unknown kind":      {9, 1, 2},
 		"short hash":        append([]byte{fetchBundle}, make([]byte, 31)...),
 		"long hash":         append([]byte{fetchBundle}, make([]byte, 33)...),
-		"empty CID":         {fetchShardCID},
+		"empty CID":         cidRequest(1, alice, nil).marshal(),
+		"CID, no key":       {fetchShardCID},
+		"CID without peer":  cidRequest(1, "", verify.PayloadCID(nil)).marshal(),
+		"CID past its key":  cidRequest(1, "", verify.PayloadCID(nil)).marshal()[:20],
+		"CID of a bad ID":   cidRequest(1, "not a peer", verify.PayloadCID(nil)).marshal(),
+		"CID too long":      cidRequest(1, alice, make([]byte, maxFetchCID+1)).marshal(),
+		"retired kind 2":    append([]byte{2}, verify.PayloadCID(nil)...),
 		"short manifest ID": append([]byte{fetchManifest}, make([]byte, 31)...),
 		"long chunk hash":   append([]byte{fetchChunk}, make([]byte, 33)...),
 		"root without key":  {fetchManifestR},
@@ -66,7 +72,7 @@ func TestFetchRequests(t *testing.T) {
 // to the same bytes (one request has one form).
 func FuzzFetchRequest(f *testing.F) {
 	f.Add(bundleRequest([32]byte{1}).marshal())
-	f.Add(cidRequest(verify.PayloadCID(nil)).marshal())
+	f.Add(cidRequest(3, incentivestest.PeerID("alice"), verify.PayloadCID(nil)).marshal())
 	f.Add(slotRequest(slot{round: 3, peer: incentivestest.PeerID("alice"), index: 2}).marshal())
 	f.Add(fetchRequest{kind: fetchManifest, hash: [32]byte{4}}.marshal())
 	f.Add(fetchRequest{kind: fetchChunk, hash: [32]byte{5}}.marshal())
@@ -174,7 +180,7 @@ func TestFetchRoundTripBetweenHosts(t *testing.T) {
 		want []byte
 	}{
 		"bundle by hash": {bundleRequest(b.Hash()), alice},
-		"shard by CID":   {cidRequest(s0.Header.PayloadCID), shards[0]},
+		"shard by CID":   {cidRequest(s0.Header.Round, s0.Header.Peer, s0.Header.PayloadCID), shards[0]},
 		"shard by slot":  {slotRequest(slotOf(&s0.Header)), shards[0]},
 	} {
 		if got, err := fc.fetch(ctx, server.ID(), c.req); err != nil || !bytes.Equal(got, c.want) {

@@ -167,7 +167,7 @@ func TestRepairFetchOfTheOtherVersionProves(t *testing.T) {
 	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2, RepairFrom: 8})
 	b := ft.fx.Shard("mallory", mallory, 10, 0, []byte("payload 2"))
 	bd := marshalShard(t, b)
-	if r, reason := ft.f.repairShard(t.Context(), "", repairWant{round: 10, cid: b.Header.PayloadCID}, bd); r != p2p.Accept {
+	if r, reason := ft.f.repairShard(t.Context(), "", repairWant{round: 10, peer: b.Header.Peer, cid: b.Header.PayloadCID}, bd); r != p2p.Accept {
 		t.Fatalf("repair: %v %s", r, reason)
 	}
 	if s, e := ft.events(); s != 1 || e != 1 || len(ft.published) != 1 {

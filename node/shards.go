@@ -8,30 +8,20 @@ import (
 	"github.com/lowband/lowband/node/store"
 )
 
-// heldByCID returns the held shard whose header names payload CID cid and its slot; nil
-// bytes if none. The bytes are shared.
-func (c *contentStore) heldByCID(cid []byte) (slot, []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k, ok := c.byCID[string(cid)]
-	if !ok {
-		return slot{}, nil
-	}
-	return k, c.bySlot[k].data
-}
-
 // committedShards takes from the content store the signed shards of every contribution rec
-// includes, by the CIDs it lists (this node's own too: its validator holds them like any
-// other), and counts those it does not hold.
+// includes, by round, peer and the CIDs it lists (this node's own too: its validator holds
+// them like any other), and counts those it does not hold. Not by CID alone: other slots
+// may hold the same payload, as a peer that sends the same update in two rounds does, or
+// one that copies another's.
 func committedShards(rec *incentives.Record, content *contentStore) (out []store.Shard, missing int) {
 	for _, c := range rec.Contributions {
 		for _, cid := range c.Shards {
-			k, data := content.heldByCID(cid)
-			if data == nil || k.round != rec.Round || k.peer != c.Peer {
+			index, data := content.held(rec.Round, c.Peer, cid)
+			if data == nil {
 				missing++
 				continue
 			}
-			out = append(out, store.Shard{Peer: c.Peer, Index: k.index, Data: data})
+			out = append(out, store.Shard{Peer: c.Peer, Index: index, Data: data})
 		}
 	}
 	return out, missing

@@ -309,14 +309,14 @@ func TestRepairFetchRefusesAShardOffTheSchedule(t *testing.T) {
 	ft.holdBundle(alice)
 	ft.f.setView(core.View{NextClose: 14, NextLocal: 15, Window: 2, RepairFrom: 11})
 	ctx := context.Background()
-	if ft.f.fetchCID(ctx, repairWant{round: 12, cid: cid(off), peers: []peer.ID{neighbor}}) {
+	if ft.f.fetchCID(ctx, repairWant{round: 12, peer: incentivestest.PeerID("alice"), cid: cid(off), peers: []peer.ID{neighbor}}) {
 		t.Fatal("a shard off its round's schedule was taken for a repair")
 	}
 	if n := ft.count(p2p.KindShards, p2p.Reject, reasonDue); n != 1 {
 		t.Fatalf("%v refused as off the schedule, want 1", n)
 	}
 	ft.inboxEmpty("off the schedule")
-	if !ft.f.fetchCID(ctx, repairWant{round: 12, cid: cid(honest), peers: []peer.ID{neighbor}}) {
+	if !ft.f.fetchCID(ctx, repairWant{round: 12, peer: incentivestest.PeerID("alice"), cid: cid(honest), peers: []peer.ID{neighbor}}) {
 		t.Fatal("an honest shard of the round was not taken for a repair")
 	}
 	<-ft.inbox

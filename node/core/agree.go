@@ -105,7 +105,7 @@ type closedRound struct {
 	own     *incentives.Record       // the record this node published: its vote
 	vote    Message                  // and the message that carried it
 	basis   [32]byte                 // fingerprint of the list the state was last closed from
-	fetched map[string]*verify.Shard // of entries a repair waits for, by CID
+	fetched map[string]*verify.Shard // of entries a repair waits for, by shardKey
 }
 
 // heldContribution is a contribution this node holds for a closed round, with the CIDs of

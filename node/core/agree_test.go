@@ -9,6 +9,7 @@ import (
 
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 	"github.com/lowband/lowband/verify"
 )
@@ -205,6 +206,44 @@ func TestAgreementEachMissesOneConvergesByFetch(t *testing.T) {
 	}
 	if !bytes.Equal(stateBits(s.nodes[0].core.State()), stateBits(ref)) {
 		t.Fatal("the converged state is not that of all six contributions")
+	}
+}
+
+// Two entries of a round may list one payload: f sends exactly e's update (its local
+// work is e's, so its codec's output is e's bytes). A node that missed both at close asks
+// for each signer's shard by CID in one go, not for one and then, a round trip later, the
+// other, and converges on the root of all six.
+func TestAgreementFetchesBothEntriesOfOnePayload(t *testing.T) {
+	s := newSwarm(t, 3, ledgerParams(), six, []uint64{100, 100, 100, 100, 100, 100})
+	e, f, a := s.node("e"), s.node("f"), s.node("a")
+	f.work = func(start *round.Start) []training.Tensor { return local(e.name, start) }
+	s.drop = anyOf(dropShards(0, e, a), dropShards(0, f, a))
+	closeRound0(s)
+	agreeAll(t, s.nodes)
+	if len(a.sums) != 1 || len(a.sums[0].Included) != 4 {
+		t.Fatalf("a closed round 0 with %d contributions, want 4", len(a.sums[0].Included))
+	}
+	if len(a.cidFetch) == 0 {
+		t.Fatal("a fetched nothing by CID")
+	}
+	first := a.cidFetch[0] // both in the first ask: one round trip, not one per signer
+	var cids [][]byte
+	for _, n := range []*node{e, f} {
+		i := slices.IndexFunc(first, func(w core.Want) bool { return w.Peer == n.id && w.Round == 0 })
+		if i < 0 {
+			t.Fatalf("a's first fetch by CID did not ask for %s's shard: %v", n.name, first)
+		}
+		cids = append(cids, first[i].CID)
+	}
+	if !bytes.Equal(cids[0], cids[1]) {
+		t.Fatal("e's and f's shards do not carry one payload: the test does not test the copy")
+	}
+	weights := map[string]float64{}
+	for _, n := range s.nodes {
+		weights[n.id] = 1
+	}
+	if ref := s.referenceState(s.node("b"), weights); !bytes.Equal(stateBits(a.core.State()), stateBits(ref)) {
+		t.Fatal("a's repaired state is not that of all six contributions")
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/lowband/lowband/verify"
 )
 
-// waiting is a repair that needs shards this node does not hold: by round and payload CID
-// (wantKey), the entry each completes.
+// waiting is a repair that needs shards this node does not hold: by round, signer and
+// payload CID (wantKey), the entry each completes.
 type waiting struct {
 	from uint64              // replay from this round once the needed ones are in
 	cids map[string]wantedAt // by wantKey
@@ -28,10 +28,16 @@ type wantedAt struct {
 	need  bool     // the replay stopped for it; else fetched ahead for a later round
 }
 
-// wantKey names a wanted shard: its round (8 bytes, big-endian) and payload CID.
-func wantKey(r uint64, cid []byte) string {
-	return string(binary.BigEndian.AppendUint64(nil, r)) + string(cid)
+// wantKey names a wanted shard: its round (8 bytes, big-endian), its signer (shardKey) and
+// payload CID. Not round and CID alone: two entries of a round may list one payload (a
+// copy of another peer's update), and each needs its own signer's shard.
+func wantKey(r uint64, peer string, cid []byte) string {
+	return string(binary.BigEndian.AppendUint64(nil, r)) + shardKey(peer, cid)
 }
+
+// shardKey names a shard of a round by its signer and payload CID: the peer ID (base58 or
+// base32 text: never a '/'), a '/', the CID.
+func shardKey(peer string, cid []byte) string { return peer + "/" + string(cid) }
 
 // redo is one round closed again.
 type redo struct {
@@ -203,8 +209,8 @@ func (c *Core) await(from uint64, missing []wantedAt) []Want {
 	for _, m := range missing {
 		cr := c.agree.closed[m.round]
 		for _, cid := range m.cids {
-			k := wantKey(m.round, cid)
-			if _, dup := w.cids[k]; dup || cr.fetched[string(cid)] != nil {
+			k := wantKey(m.round, m.peer, cid)
+			if _, dup := w.cids[k]; dup || cr.fetched[shardKey(m.peer, cid)] != nil {
 				continue
 			}
 			w.cids[k] = m
@@ -231,7 +237,7 @@ func (w *waiting) wants() []Want {
 	out := make([]Want, 0, len(keys))
 	for _, k := range keys {
 		m := w.cids[k]
-		out = append(out, Want{Round: m.round, Peer: m.peer, CID: []byte(k[8:])})
+		out = append(out, Want{Round: m.round, Peer: m.peer, CID: []byte(k[8+len(m.peer)+1:])})
 	}
 	return out
 }
@@ -245,7 +251,7 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 		return Ready{}, nil
 	}
 	h := &s.Header
-	k := wantKey(h.Round, h.PayloadCID)
+	k := wantKey(h.Round, h.Peer, h.PayloadCID)
 	want, ok := w.cids[k]
 	if !ok || want.peer != h.Peer || !bytes.Equal(verify.PayloadCID(s.Payload), h.PayloadCID) {
 		return Ready{}, nil
@@ -254,7 +260,7 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 	if cr.fetched == nil {
 		cr.fetched = map[string]*verify.Shard{}
 	}
-	cr.fetched[string(h.PayloadCID)] = s
+	cr.fetched[shardKey(h.Peer, h.PayloadCID)] = s
 	delete(w.cids, k)
 	if want.need {
 		w.need--
@@ -270,7 +276,7 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 func (cr *closedRound) join(e wantedAt, lim compress.Limits) {
 	shards := make([]*verify.Shard, 0, len(e.cids))
 	for _, cid := range e.cids {
-		s := cr.fetched[string(cid)]
+		s := cr.fetched[shardKey(e.peer, cid)]
 		if s == nil {
 			return
 		}
@@ -282,7 +288,7 @@ func (cr *closedRound) join(e wantedAt, lim compress.Limits) {
 	}
 	cr.hold(h)
 	for _, cid := range e.cids {
-		delete(cr.fetched, string(cid))
+		delete(cr.fetched, shardKey(e.peer, cid))
 	}
 }
 
