@@ -6,6 +6,7 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
 	"github.com/lowband/lowband/verify"
 )
 
@@ -118,9 +119,19 @@ func TestOnePayloadInManySlots(t *testing.T) {
 			{Peer: shards[0].Header.Peer, Shards: [][]byte{cid}},
 			{Peer: shards[2].Header.Peer, Shards: [][]byte{cid}},
 		}}
-		got, missing := committedShards(rec, c)
+		got, missing := committedShards(rec, c, nil)
 		if missing != 0 || len(got) != 2 || got[0].Peer != shards[0].Header.Peer || got[1].Peer != shards[2].Header.Peer {
 			t.Fatalf("order %v: round 8 committed with %d shards, %d missing", order, len(got), missing)
+		}
+		// What the content store lacks comes from the shards stored with the round, by
+		// signer and CID; a stored shard filed under another peer than its header's is not
+		// taken.
+		stored := []store.Shard{
+			{Peer: shards[2].Header.Peer, Index: 0, Data: marshalShard(t, shards[0])}, // alice's, filed as bob's
+			{Peer: shards[0].Header.Peer, Index: 0, Data: marshalShard(t, shards[0])},
+		}
+		if got, missing := committedShards(rec, newContentStore(0), stored); missing != 1 || len(got) != 1 || string(got[0].Data) != string(marshalShard(t, shards[0])) {
+			t.Fatalf("order %v: from the stored shards, %d taken and %d missing; want alice's and bob's missing", order, len(got), missing)
 		}
 		c.prune(9) // round 8 goes; round 9 stays found
 		if _, data := c.held(9, shards[1].Header.Peer, cid); data == nil {

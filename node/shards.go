@@ -6,25 +6,70 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/verify"
 )
 
 // committedShards takes from the content store the signed shards of every contribution rec
 // includes, by round, peer and the CIDs it lists (this node's own too: its validator holds
 // them like any other), and counts those it does not hold. Not by CID alone: other slots
 // may hold the same payload, as a peer that sends the same update in two rounds does, or
-// one that copies another's.
-func committedShards(rec *incentives.Record, content *contentStore) (out []store.Shard, missing int) {
+// one that copies another's. What the content store lacks is taken from stored, the shards
+// the store holds of the round, if any.
+func committedShards(rec *incentives.Record, content *contentStore, stored []store.Shard) (out []store.Shard, missing int) {
+	var kept map[string]store.Shard // stored, by peer and payload CID; made when needed
 	for _, c := range rec.Contributions {
 		for _, cid := range c.Shards {
 			index, data := content.held(rec.Round, c.Peer, cid)
-			if data == nil {
-				missing++
+			if data != nil {
+				out = append(out, store.Shard{Peer: c.Peer, Index: index, Data: data})
 				continue
 			}
-			out = append(out, store.Shard{Peer: c.Peer, Index: index, Data: data})
+			if kept == nil {
+				kept = byPayload(stored)
+			}
+			if sh, ok := kept[shardKey(c.Peer, cid)]; ok {
+				out = append(out, sh)
+				continue
+			}
+			missing++
 		}
 	}
 	return out, missing
+}
+
+// byPayload indexes stored shards by their peer and payload CID (shardKey). A shard whose
+// header does not decode, or names another peer than it is stored under, is left out.
+func byPayload(stored []store.Shard) map[string]store.Shard {
+	out := make(map[string]store.Shard, len(stored))
+	for _, sh := range stored {
+		s, err := verify.UnmarshalShard(sh.Data, store.MaxShardBytes)
+		if err != nil || s.Header.Peer != sh.Peer || s.Header.Index != sh.Index {
+			continue
+		}
+		out[shardKey(sh.Peer, s.Header.PayloadCID)] = sh
+	}
+	return out
+}
+
+// shardKey names a shard of a round by its peer and payload CID (a peer ID's text never
+// holds a '/').
+func shardKey(peer string, cid []byte) string { return peer + "/" + string(cid) }
+
+// roundShards is committedShards of rec, with the shards the store holds of its round when
+// the content store lacks some: a round closed again after a catch-up, whose shards were
+// fetched into the replay and stored with it, never passed through the content store, and
+// a repair that found them missing there replaced the round without them.
+func (n *Node) roundShards(rec *incentives.Record) ([]store.Shard, int) {
+	shards, missing := committedShards(rec, n.checks.content, nil)
+	if missing == 0 {
+		return shards, 0
+	}
+	stored, err := n.ledger.st.Shards(rec.Round)
+	if err != nil {
+		n.log.Warn("reading the stored shards of a round", "round", rec.Round, "err", err)
+		return shards, missing
+	}
+	return committedShards(rec, n.checks.content, stored)
 }
 
 // commitRound persists a closed round with the shards of the contributions it includes,
@@ -32,7 +77,7 @@ func committedShards(rec *incentives.Record, content *contentStore) (out []store
 // at the checkpoints' cadence the local state. A round whose shards the node no longer holds is
 // committed without them, with a warning: a restart cannot replay past it.
 func (n *Node) commitRound(c *core.Commit, key crypto.PrivKey) error {
-	shards, missing := committedShards(c.Record, n.checks.content)
+	shards, missing := n.roundShards(c.Record)
 	if missing > 0 {
 		n.log.Warn("committing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
 	}
@@ -48,13 +93,14 @@ func (n *Node) commitRound(c *core.Commit, key crypto.PrivKey) error {
 }
 
 // repairRounds persists the rounds a repair closed again, each with the shards of the
-// contributions its new record includes (those the content store holds; a round without
-// all of them is stored without them, with a warning, as commitRound does) and the
+// contributions its new record includes (roundShards: the content store's, else those
+// stored with the round; a round without all of them is stored without them, with a
+// warning, as commitRound does) and the
 // node's signed record of it: a repaired round's record is not published (the node's vote
 // was its first record), but the node signs what it now holds, for an audit.
 func (n *Node) repairRounds(rp *core.Repair, key crypto.PrivKey) error {
 	return n.ledger.repair(rp, func(c *core.Commit) ([]byte, []store.Shard) {
-		shards, missing := committedShards(c.Record, n.checks.content)
+		shards, missing := n.roundShards(c.Record)
 		if missing > 0 {
 			n.log.Warn("repairing a round without all of its shards: a restart cannot replay it", "round", c.Record.Round, "missing", missing)
 		}

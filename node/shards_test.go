@@ -1,0 +1,85 @@
+package node
+
+import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/incentives/incentivestest"
+	"github.com/lowband/lowband/node/core"
+	"github.com/lowband/lowband/node/store"
+)
+
+// TestRepairKeepsTheShardsStoredWithItsRound: a round a catch-up closed again is stored
+// with the shards it fetched, which never pass through the content store. A repair that
+// closes it again with the same contributions keeps those shards (roundShards), so that
+// a restart or a resync can still replay it; with neither the content store nor the store
+// holding them, the round is stored without them.
+func TestRepairKeepsTheShardsStoredWithItsRound(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	alice := fx.Bundle("P1", "")
+	sh := fx.Shard("P1", alice, 0, 0, []byte("an update"))
+	data := marshalShard(t, sh)
+	g, err := store.GenesisFromSpec(configs.IncentivesSpec{
+		Stakes:   map[string]uint64{sh.Header.Peer: 1000, incentivestest.PeerID("P2"): 1000},
+		MinStake: 100, Reward: 10, JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Init(g); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := st.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cur.Build([]incentives.Contribution{{Peer: sh.Header.Peer, Shards: [][]byte{sh.Header.PayloadCID}}}, nil, []byte("model"), fx.Checker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(cl.Record, cl.State, cl.Events, store.Shard{Peer: sh.Header.Peer, Index: 0, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{log: slog.New(slog.DiscardHandler), ledger: &ledger{st: st}, checks: &fullChecks{content: newContentStore(0)},
+		network: "testnet", opts: Options{Spec: &configs.Spec{Run: "run-1"}}}
+	repair := func() []store.Shard {
+		t.Helper()
+		rp := &core.Repair{From: 0, Commits: []*core.Commit{{Record: cl.Record, State: cl.State, Events: cl.Events}}}
+		if err := n.repairRounds(rp, key); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Shards(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := repair(); len(got) != 1 || !bytes.Equal(got[0].Data, data) {
+		t.Fatalf("after the repair the round holds %d shards, want its one", len(got))
+	}
+	if got := repair(); len(got) != 1 { // and again: what the first repair stored
+		t.Fatalf("after a second repair the round holds %d shards, want its one", len(got))
+	}
+	if err := st.Reorg(0, store.Round{Record: cl.Record, State: cl.State, Events: cl.Events}); err != nil {
+		t.Fatal(err)
+	}
+	if got := repair(); len(got) != 0 {
+		t.Fatalf("with the shards held nowhere the round holds %d", len(got))
+	}
+}
