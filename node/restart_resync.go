@@ -39,6 +39,9 @@ const (
 type resyncCause struct {
 	why         string
 	head, peers uint64 // this node's last closed round, the peers'
+	// settled, for a divergence: a majority committed another record than this node's of
+	// a round before its repair window, so no repair in flight can end it.
+	settled bool
 }
 
 func (c *resyncCause) Error() string {
@@ -76,7 +79,7 @@ func (n *Node) runTraining(ctx context.Context) error {
 		lctx, stop := context.WithCancelCause(ctx)
 		var wg sync.WaitGroup
 		wg.Add(1)
-		go func() { defer wg.Done(); n.watchHead(lctx, stop, wait, strikes) }()
+		go func() { defer wg.Done(); watchHead(lctx, stop, wait, strikes, n.probeHead) }()
 		initial := n.train.initial
 		// The loop evaluates θ once and its core holds its own copy: the values go with it.
 		n.train.initial.Params = nil
@@ -99,10 +102,11 @@ func (n *Node) runTraining(ctx context.Context) error {
 	}
 }
 
-// watchHead looks at the peers' heads every wait until ctx ends, and stops the loop with
-// the cause when probeHead finds the node behind or stale (at once) or diverged (strikes
-// looks in a row: a repair in flight gets that long).
-func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait time.Duration, strikes int) {
+// watchHead looks at the peers' heads (probe) every wait until ctx ends, and stops the
+// loop with the cause when the probe finds the node behind or stale (at once) or diverged
+// (strikes looks in a row: a repair in flight gets that long; at once when the divergence
+// is settled before the repair window, which no repair can end).
+func watchHead(ctx context.Context, stop context.CancelCauseFunc, wait time.Duration, strikes int, probe func(context.Context) *resyncCause) {
 	diverged := 0
 	for {
 		select {
@@ -110,11 +114,11 @@ func (n *Node) watchHead(ctx context.Context, stop context.CancelCauseFunc, wait
 			return
 		case <-time.After(wait):
 		}
-		c := n.probeHead(ctx)
+		c := probe(ctx)
 		switch {
 		case c == nil:
 			diverged = 0
-		case c.why == resyncDiverged && diverged+1 < strikes:
+		case c.why == resyncDiverged && !c.settled && diverged+1 < strikes:
 			diverged++
 		default:
 			stop(c)
@@ -175,7 +179,27 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 	if err != nil || bytes.Equal(own.Marshal(), rec.Marshal()) {
 		return nil
 	}
-	return &resyncCause{why: resyncDiverged, head: head, peers: h}
+	return &resyncCause{why: resyncDiverged, head: head, peers: h, settled: j.settledApart(ctx, r, n.train.loop.View().RepairFrom, led)}
+}
+
+// settledApart reports whether peers carrying more than half of led's voting power
+// committed a record of a round before the repair window, this node's (repairFrom, which a
+// repair in flight widens) and theirs at r (r − repair depth or earlier), other than this
+// node's own: its lineage parted from theirs where no repair reaches (a node that started
+// alone, or was cut off for longer than the window). One more ask of the voters, made only
+// once a look found the node diverged.
+func (j *joiner) settledApart(ctx context.Context, r, repairFrom uint64, led *incentives.State) bool {
+	d := repairDepth(j.n.opts.Spec)
+	if r < d || repairFrom == 0 {
+		return false
+	}
+	u := min(r-d, repairFrom-1)
+	own, err := j.n.ledger.st.Record(u)
+	if err != nil || own == nil {
+		return false
+	}
+	theirs, _, err := majorityOf(j.committed(ctx, u), led, u)
+	return err == nil && !bytes.Equal(theirs.Marshal(), own.Marshal())
 }
 
 // lookHeads asks the voters among j.peers (led's power first) for their heads. When the
