@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -25,5 +26,33 @@ func BenchmarkAggregate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The coordinate-wise median and filtered_mean on n contributors of 1M coordinates, all of
+// weight 1 (as the bench command's nodes are), and the reference (ref_test.go) in the same
+// run, for a ratio that the machine's load shifts less than two runs.
+func BenchmarkCoordwise(b *testing.B) {
+	const d = 1 << 20
+	for _, n := range []int{4, 16, 64, 100} {
+		xs := randInputs(rand.New(rand.NewPCG(uint64(n), 7)), n, d, false)
+		for i := range xs {
+			xs[i].Weight = 1
+		}
+		for _, bc := range []struct {
+			name string
+			f    func()
+		}{
+			{"median/ref", func() { refMedian(xs) }},
+			{"median/new", func() { median(xs) }},
+			{"filtered_mean/ref", func() { refFilteredMean(xs) }},
+			{"filtered_mean/new", func() { filteredMean(xs) }},
+		} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, bc.name), func(b *testing.B) {
+				for b.Loop() {
+					bc.f()
+				}
+			})
+		}
 	}
 }

@@ -1,61 +1,254 @@
 package aggregate
 
-import "math"
+import "iter"
 
-// column holds one coordinate's values across inputs, sorted by value with ties broken by
-// input position (inputs are in ID order), so every order of the inputs sorts the same way.
-type column struct {
-	v   []float64
-	w   []float64
-	idx []int
-}
+// The coordinate-wise statistics are defined on a column: one coordinate's values with their
+// weights, sorted by value with ties broken by input position (inputs are in ID order), so
+// that every order of the inputs sorts the same way. When the weights are all equal, the
+// median is the value at a rank that is the same for every coordinate, which is selected
+// rather than sorted for, and the trimmed mean sorts the values alone (medianAt and
+// trimmedMeanInto say why that gives the column's bits).
 
-func newColumn(n int) *column {
-	return &column{v: make([]float64, n), w: make([]float64, n), idx: make([]int, n)}
-}
+// block is how many coordinates are gathered at a time: each input's values are read
+// block at a time, in order, rather than one from every input per coordinate.
+const block = 64
 
-// load fills the column with coordinate j and sorts it (insertion sort: n is small, and it
-// allocates nothing).
-func (c *column) load(xs []Input, j int) {
-	for i, x := range xs {
-		v, w, k := x.Vec[j], x.Weight, i
-		p := i
-		for p > 0 && (c.v[p-1] > v || c.v[p-1] == v && c.idx[p-1] > k) {
-			c.v[p], c.w[p], c.idx[p] = c.v[p-1], c.w[p-1], c.idx[p-1]
-			p--
+// columns yields each coordinate j of the inputs with its values in input order (a slice of
+// buf, which holds block·len(xs) values).
+func columns(xs []Input, buf []float64) iter.Seq2[int, []float64] {
+	return func(yield func(int, []float64) bool) {
+		n, d := len(xs), len(xs[0].Vec)
+		for lo := 0; lo < d; lo += block {
+			hi := min(lo+block, d)
+			for i, x := range xs {
+				for c, v := range x.Vec[lo:hi] {
+					buf[c*n+i] = v
+				}
+			}
+			for c := range hi - lo {
+				if !yield(lo+c, buf[c*n:(c+1)*n]) {
+					return
+				}
+			}
 		}
-		c.v[p], c.w[p], c.idx[p] = v, w, k
 	}
 }
 
-// weightedMedian of the sorted column (see the package doc).
-func (c *column) weightedMedian() float64 {
+// entry is one input's value and weight in a column.
+type entry struct{ v, w float64 }
+
+// column is one coordinate's entries, sorted (load).
+type column []entry
+
+// load fills the column with vals (one per input, in input order) and the inputs' weights,
+// and sorts it.
+func (c column) load(xs []Input, vals []float64) {
+	for i, x := range xs {
+		c[i] = entry{vals[i], x.Weight}
+	}
+	// Insertion sort, which is stable (the entries come in input order) and quadratic: only
+	// inputs of unequal weights come here, equal ones are selected from (medianAt) or sort
+	// their values alone (trimmedMeanInto).
+	for i := 1; i < len(c); i++ {
+		e, p := c[i], i
+		for ; p > 0 && c[p-1].v > e.v; p-- {
+			c[p] = c[p-1]
+		}
+		c[p] = e
+	}
+}
+
+// crossing is where the weighted median of the sorted column c is: the first k at which the
+// cumulative weight exceeds half of the total (or the last k), or, mid, the midpoint of k
+// and k+1 when it equals half (see the package doc).
+func crossing(c column) (k int, mid bool) {
 	var total float64
-	for _, w := range c.w {
-		total += w
+	for _, e := range c {
+		total += e.w
 	}
 	half := total / 2
 	var cum float64
-	for k, w := range c.w {
-		cum += w
-		if cum > half || k == len(c.w)-1 {
-			return c.v[k]
+	for k, e := range c {
+		cum += e.w
+		if cum > half || k == len(c)-1 {
+			return k, false
 		}
-		if cum == half { // each half rounded: x/2 is x*0.5, which would fuse into the add
-			return float64(c.v[k]/2) + float64(c.v[k+1]/2)
+		if cum == half {
+			return k, true
 		}
 	}
-	return math.NaN() // unreachable: the loop returns at the last element
+	panic("aggregate: empty column")
+}
+
+// midpoint of a and b, each half rounded: x/2 is x*0.5, which would fuse into the add.
+func midpoint(a, b float64) float64 { return float64(a/2) + float64(b/2) }
+
+// weightedMedian of the sorted column.
+func (c column) weightedMedian() float64 {
+	k, mid := crossing(c)
+	if mid {
+		return midpoint(c[k].v, c[k+1].v)
+	}
+	return c[k].v
+}
+
+// equalWeights reports whether every input has the same weight.
+func equalWeights(xs []Input) bool {
+	for _, x := range xs {
+		if x.Weight != xs[0].Weight {
+			return false
+		}
+	}
+	return true
+}
+
+// equalCrossing is crossing for a column of the inputs when their weights are all equal,
+// which is then the same for every coordinate.
+func equalCrossing(xs []Input) (k int, mid bool) {
+	c := make(column, len(xs))
+	for i := range c {
+		c[i].w = xs[0].Weight
+	}
+	return crossing(c)
+}
+
+// nth reorders a so that a[k] is the value of rank k in it, a[:k] holding values at most
+// a[k] and a[k+1:] values at least a[k], and returns a[k]. Which of equal values ends at k
+// is not specified: -0 and +0 are equal. It is a quickselect whose partitions do not
+// branch on the values (a mispredicted branch costs more than the comparisons), down to
+// a few values, which it sorts.
+func nth(a []float64, k int) float64 {
+	l, r := 0, len(a)
+	for r-l > 8 {
+		p := median3(a[l], a[(l+r)/2], a[r-1])
+		m := l + below(a[l:r], p)
+		if k < m {
+			r = m
+			continue
+		}
+		e := m + atMost(a[m:r], p)
+		if k < e { // a[m:e] all equal p
+			return a[k]
+		}
+		l = e
+	}
+	insertionSort(a[l:r])
+	return a[k]
+}
+
+// below reorders a so that its values less than p come first, and returns how many there
+// are; atMost does the same for the values at most p. Their loops do not branch on the
+// values: b2i compiles to a flag set.
+func below(a []float64, p float64) int {
+	m := 0
+	for i, x := range a {
+		a[i] = a[m]
+		a[m] = x
+		m += b2i(x < p)
+	}
+	return m
+}
+
+func atMost(a []float64, p float64) int {
+	m := 0
+	for i, x := range a {
+		a[i] = a[m]
+		a[m] = x
+		m += b2i(x <= p)
+	}
+	return m
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sortValues sorts a: a quicksort with nth's partitions.
+func sortValues(a []float64) {
+	for len(a) > 8 {
+		p := median3(a[0], a[len(a)/2], a[len(a)-1])
+		m := below(a, p)
+		e := m + atMost(a[m:], p)
+		sortValues(a[:m])
+		a = a[e:]
+	}
+	insertionSort(a)
+}
+
+func median3(a, b, c float64) float64 { return max(min(a, b), min(max(a, b), c)) }
+
+func insertionSort(a []float64) {
+	for i := 1; i < len(a); i++ {
+		x, p := a[i], i
+		for ; p > 0 && a[p-1] > x; p-- {
+			a[p] = a[p-1]
+		}
+		a[p] = x
+	}
+}
+
+// zeroAt is the value of rank k in the column col (in input order) when that value is a
+// zero: the sorted column has the negative values first, then the zeros in input order.
+func zeroAt(col []float64, k int) float64 {
+	for _, v := range col {
+		if v < 0 {
+			k--
+		}
+	}
+	for _, v := range col {
+		if v == 0 {
+			if k == 0 {
+				return v
+			}
+			k--
+		}
+	}
+	panic("aggregate: no zero at the rank")
+}
+
+// medianAt is the column's weighted median when the weights are all equal and it crosses at
+// k (equalCrossing), using a (of the column's length) as scratch. It is the sorted column's
+// value at k (or the midpoint of those at k and k+1): equal nonzero values have the same
+// bits, so only a zero needs to be told apart from the other zeros (zeroAt).
+func medianAt(col, a []float64, k int, mid bool) float64 {
+	copy(a, col)
+	v := nth(a, k)
+	if v == 0 {
+		v = zeroAt(col, k)
+	}
+	if !mid {
+		return v
+	}
+	next := a[k+1]
+	for _, x := range a[k+2:] {
+		next = min(next, x)
+	}
+	if next == 0 {
+		next = zeroAt(col, k+1)
+	}
+	return midpoint(v, next)
 }
 
 func median(xs []Input) []float64 { return medianInto(make([]float64, len(xs[0].Vec)), xs) }
 
 // medianInto is median written into out, of the inputs' length, which it returns.
 func medianInto(out []float64, xs []Input) []float64 {
-	c := newColumn(len(xs))
-	for j := range out {
-		c.load(xs, j)
-		out[j] = c.weightedMedian()
+	buf := make([]float64, block*len(xs))
+	if !equalWeights(xs) {
+		c := make(column, len(xs))
+		for j, col := range columns(xs, buf) {
+			c.load(xs, col)
+			out[j] = c.weightedMedian()
+		}
+		return out
+	}
+	k, mid := equalCrossing(xs)
+	a := make([]float64, len(xs))
+	for j, col := range columns(xs, buf) {
+		out[j] = medianAt(col, a, k, mid)
 	}
 	return out
 }
@@ -66,13 +259,36 @@ func trimmedMean(xs []Input, k int) []float64 {
 
 // trimmedMeanInto is trimmedMean written into out, of the inputs' length, which it returns.
 func trimmedMeanInto(out []float64, xs []Input, k int) []float64 {
-	c := newColumn(len(xs))
-	for j := range out {
-		c.load(xs, j)
-		var s, w float64
-		for i := k; i < len(xs)-k; i++ {
-			s += float64(c.w[i] * c.v[i])
-			w += c.w[i]
+	buf := make([]float64, block*len(xs))
+	n := len(xs)
+	if !equalWeights(xs) {
+		c := make(column, n)
+		for j, col := range columns(xs, buf) {
+			c.load(xs, col)
+			var s, w float64
+			for _, e := range c[k : n-k] {
+				s += float64(e.w * e.v)
+				w += e.w
+			}
+			out[j] = s / w
+		}
+		return out
+	}
+	// With equal weights, sorting the values alone gives the sorted column's values in order,
+	// up to the sign of zeros, and adding a zero changes no sum that starts at +0 (the sum
+	// is never -0).
+	wt := xs[0].Weight
+	var w float64
+	for range n - 2*k {
+		w += wt
+	}
+	a := make([]float64, n)
+	for j, col := range columns(xs, buf) {
+		copy(a, col)
+		sortValues(a)
+		var s float64
+		for _, v := range a[k : n-k] {
+			s += float64(wt * v)
 		}
 		out[j] = s / w
 	}
@@ -81,12 +297,8 @@ func trimmedMeanInto(out []float64, xs []Input, k int) []float64 {
 
 // weightedMedianOf returns the weighted median of vals (one per input, in input order).
 func weightedMedianOf(xs []Input, vals []float64) float64 {
-	one := make([]Input, len(xs))
-	for i, x := range xs {
-		one[i] = Input{ID: x.ID, Weight: x.Weight, Vec: vals[i : i+1]}
-	}
-	c := newColumn(len(xs))
-	c.load(one, 0)
+	c := make(column, len(xs))
+	c.load(xs, vals)
 	return c.weightedMedian()
 }
 
