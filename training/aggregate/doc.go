@@ -14,7 +14,9 @@
 //     the weighted mean of the rest (Yin et al., 2018).
 //   - median: per coordinate, the weighted median: the first sorted value at which the
 //     cumulative weight exceeds W/2, or the midpoint of it and the next value when the
-//     cumulative weight equals W/2 exactly (with equal weights, the ordinary median).
+//     cumulative weight equals W/2 exactly (with equal weights whose sums are exact, such as
+//     integers, the ordinary median; with eight weights of 0.1 the rounded sums never equal
+//     W/2, and the median of 0 to 7 is 3, not 3.5).
 //   - centered_clip: start from the coordinate-wise median v and repeat Iters times
 //     v ← v + Σ (wᵢ/W)·clip(xᵢ − v) with clip(d) = d·min(1, τ/‖d‖) (Karimireddy et al.,
 //     2021). Tau = 0 sets τ to the weighted median of the distances ‖xᵢ − median‖.
