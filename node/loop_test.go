@@ -456,3 +456,25 @@ func TestNewSignerEachEpoch(t *testing.T) {
 		t.Fatalf("attested for epochs %v, want 0, 1, 2, ...", attested)
 	}
 }
+
+// TestRepublishOnceInTenRoundsSpread: a node republishes its bundle in one round of every
+// republishEvery, and the rounds of different nodes' bundles are spread over the ten.
+func TestRepublishOnceInTenRoundsSpread(t *testing.T) {
+	offsets := map[uint64]bool{}
+	for i := range 64 {
+		bundle := []byte(fmt.Sprintf("bundle %d", i))
+		var at []uint64
+		for r := range uint64(3 * republishEvery) {
+			if republishes(bundle, r) {
+				at = append(at, r)
+			}
+		}
+		if len(at) != 3 || at[1]-at[0] != republishEvery || at[2]-at[1] != republishEvery {
+			t.Fatalf("bundle %d republished after rounds %v of 30", i, at)
+		}
+		offsets[at[0]] = true
+	}
+	if len(offsets) < republishEvery/2 {
+		t.Fatalf("64 bundles republished in only %d of the %d rounds", len(offsets), republishEvery)
+	}
+}
