@@ -31,24 +31,45 @@ func BenchmarkAggregate(b *testing.B) {
 
 // The coordinate-wise median and filtered_mean on n contributors of 1M coordinates, all of
 // weight 1 (as the bench command's nodes are), and the reference (ref_test.go) in the same
-// run, for a ratio that the machine's load shifts less than two runs.
+// run, for a ratio that the machine's load shifts less than two runs. The unequal/ ones
+// give the contributors weights in [0.5, 1.5) (as stakes that differ do), which sort every
+// column, and add the trimmed mean (k = n/10), which does too.
 func BenchmarkCoordwise(b *testing.B) {
 	const d = 1 << 20
+	type bench struct {
+		name string
+		f    func()
+	}
 	for _, n := range []int{4, 16, 64, 100} {
 		xs := randInputs(rand.New(rand.NewPCG(uint64(n), 7)), n, d, false)
 		for i := range xs {
 			xs[i].Weight = 1
 		}
-		for _, bc := range []struct {
-			name string
-			f    func()
-		}{
+		for _, bc := range []bench{
 			{"median/ref", func() { refMedian(xs) }},
 			{"median/new", func() { median(xs) }},
 			{"filtered_mean/ref", func() { refFilteredMean(xs) }},
 			{"filtered_mean/new", func() { filteredMean(xs) }},
 		} {
 			b.Run(fmt.Sprintf("n=%d/%s", n, bc.name), func(b *testing.B) {
+				for b.Loop() {
+					bc.f()
+				}
+			})
+		}
+	}
+	for _, n := range []int{4, 16, 64, 100, 200} {
+		xs := randInputs(rand.New(rand.NewPCG(uint64(n), 8)), n, d, false)
+		k := n / 10
+		for _, bc := range []bench{
+			{"median/ref", func() { refMedian(xs) }},
+			{"median/new", func() { median(xs) }},
+			{"trimmed_mean/ref", func() { refTrimmedMean(xs, k) }},
+			{"trimmed_mean/new", func() { trimmedMean(xs, k) }},
+			{"filtered_mean/ref", func() { refFilteredMean(xs) }},
+			{"filtered_mean/new", func() { filteredMean(xs) }},
+		} {
+			b.Run(fmt.Sprintf("unequal/n=%d/%s", n, bc.name), func(b *testing.B) {
 				for b.Loop() {
 					bc.f()
 				}
