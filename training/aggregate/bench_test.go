@@ -3,6 +3,7 @@ package aggregate
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -75,5 +76,49 @@ func BenchmarkCoordwise(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// Sorting one column of 200 inputs of unequal weights (load) in orders chosen against
+// quicksorts (patternInputs' columns), in values a few ulps apart (nearInputs: load sorts
+// such groups twice) and in random order: the time per column stays within a few times
+// the random order's (the median-of-3 killer, the slowest, about 4 times), where a
+// quadratic sort would take some 200/log2(200) ≈ 26 times as long. The reference's
+// insertion sort is in the same run.
+func BenchmarkSortColumnOrders(b *testing.B) {
+	const n = 200
+	rng := rand.New(rand.NewPCG(5, 6))
+	cols := map[string][]float64{}
+	pat := patternInputs(rng, n, 6, "random")
+	for j, name := range []string{"sorted", "reversed", "organ_pipe", "sawtooth", "median3_killer", "equal"} {
+		cols[name] = make([]float64, n)
+		for i, x := range pat {
+			cols[name][i] = x.Vec[j]
+		}
+	}
+	near := nearInputs(rng, n, 1, "random")
+	cols["near"] = make([]float64, n)
+	cols["random"] = make([]float64, n)
+	for i, x := range near {
+		cols["near"][i] = x.Vec[0]
+		cols["random"][i] = rng.NormFloat64()
+	}
+	c, keys := make(column, n), make([]uint64, n)
+	for _, name := range []string{"random", "sorted", "reversed", "organ_pipe", "sawtooth", "median3_killer", "equal", "near"} {
+		xs := slices.Clone(pat)
+		for i := range xs {
+			xs[i].Vec = cols[name][i : i+1]
+		}
+		b.Run(name+"/ref", func(b *testing.B) {
+			ref := newRefColumn(n)
+			for b.Loop() {
+				ref.load(xs, 0)
+			}
+		})
+		b.Run(name+"/new", func(b *testing.B) {
+			for b.Loop() {
+				c.load(xs, cols[name], keys)
+			}
+		})
 	}
 }
