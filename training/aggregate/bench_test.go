@@ -82,9 +82,9 @@ func BenchmarkCoordwise(b *testing.B) {
 // Sorting one column of 200 inputs of unequal weights (load) in orders chosen against
 // quicksorts (patternInputs' columns), in values a few ulps apart (nearInputs: load sorts
 // such groups twice) and in random order: the time per column stays within a few times
-// the random order's (the median-of-3 killer, the slowest, about 4 times), where a
-// quadratic sort would take some 200/log2(200) ≈ 26 times as long. The reference's
-// insertion sort is in the same run.
+// the random order's (the organ pipe and the median-of-3 killer, the slowest, 2 to 4
+// times in the runs made), where a quadratic sort would take some 200/log2(200) ≈ 26
+// times as long. The reference's insertion sort is in the same run.
 func BenchmarkSortColumnOrders(b *testing.B) {
 	const n = 200
 	rng := rand.New(rand.NewPCG(5, 6))

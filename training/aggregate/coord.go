@@ -66,7 +66,11 @@ func (c column) load(xs []Input, vals []float64, keys []uint64) {
 	for i, v := range vals {
 		keys[i] = sortKey(v)&^pos | uint64(i)
 	}
-	sortKeys(keys)
+	// A column in order already (one value in every input, as a coordinate that no input
+	// carries is) costs one pass.
+	if !slices.IsSorted(keys) {
+		sortKeys(keys)
+	}
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		for hi < n && keys[hi]>>b == keys[lo]>>b {
