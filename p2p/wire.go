@@ -30,7 +30,8 @@ type WireSnapshot struct {
 	Received map[string]int64 `json:"received"`
 	// Gossip is the bytes of the RPCs the host queued to its peers, by part: "msg <kind>"
 	// for a topic's messages, "ihave", "iwant", "graft", "prune", "idontwant" for control
-	// messages, "subscriptions" for the rest. GossipMsgs counts the message copies sent
+	// messages, "framing" for the rest: each RPC's protobuf framing and the subscription
+	// changes it carries (in a settled swarm nearly all framing). GossipMsgs counts the message copies sent
 	// by topic kind.
 	Gossip     map[string]int64 `json:"gossip"`
 	GossipMsgs map[string]int64 `json:"gossip_msgs"`
@@ -144,7 +145,7 @@ func (t *wireTracer) SendRPC(rpc *pubsub.RPC, _ peer.ID) {
 		}
 	}
 	if total > 0 {
-		t.w.add(&t.w.snap.Gossip, "subscriptions", total)
+		t.w.add(&t.w.snap.Gossip, "framing", total)
 	}
 }
 
