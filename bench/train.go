@@ -63,6 +63,9 @@ type TrainOptions struct {
 	// DelayMix is the delayed mode's round.Config.StartMix (with the eager start): 0 is the
 	// eager update.
 	DelayMix float64
+	// StartResidual is round.Config.StartResidual of both compressed modes: the weight of a
+	// worker's error-feedback residual subtracted from its start (0: none).
+	StartResidual float64
 
 	Compress compress.Config
 	// TargetRatio, when above 0, gives the compressed modes a byte budget

@@ -23,7 +23,7 @@ func FromSpec(p *node.Params) TrainOptions {
 	in := t.Inner
 	o.InnerLR, o.MinLR, o.Clip, o.WeightDecay, o.Warmup, o.TotalSteps = in.LR, in.MinLR, in.Clip, in.WeightDecay, in.Warmup, in.TotalSteps
 	o.CompressOuterLR, o.CompressMomentum = rc.OuterLR, rc.Momentum
-	o.DelayStart, o.DelayMix = rc.StartPoint, rc.StartMix
+	o.DelayStart, o.DelayMix, o.StartResidual = rc.StartPoint, rc.StartMix, rc.StartResidual
 	o.Compress, o.Aggregate = rc.Compress, rc.Aggregate
 	o.TargetRatio, o.FirstBudget = t.Compression.TargetRatio, t.Compression.FirstBudget
 	o.Spec = p

@@ -15,7 +15,7 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		}
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
-	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.7 || empty.Outer.StartMix != 0.5 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
+	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.7 || empty.Outer.StartMix != 0.5 || empty.Outer.StartResidual != 0.25 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
 		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction ||
 		empty.Compression != DefaultTrainingSpec().Compression {
 		t.Fatalf("filled %+v, %v", empty, err)
@@ -53,6 +53,8 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.StartMix = 1.5 }},
 		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.StartMix = math.NaN() }},
 		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.Start, s.Outer.StartMix = StartGlobal, 0.5 }},
+		{"outer.start_residual", func(s *TrainingSpec) { s.Outer.StartResidual = 1.5 }},
+		{"outer.start_residual", func(s *TrainingSpec) { s.Outer.StartResidual = math.NaN() }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 0.5 }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 17 }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = math.Inf(1) }},
@@ -87,13 +89,14 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// A spec written before feedback_decay, factor_bits, outer.start, start_mix, first_budget
-// and dense_every existed keeps its meaning: no decay, 4-bit factors, local work from the
-// global parameters, no mix, no larger first message, every tensor in every message.
+// A spec written before feedback_decay, factor_bits, outer.start, start_mix,
+// start_residual, first_budget and dense_every existed keeps its meaning: no decay, 4-bit
+// factors, local work from the global parameters, no mix, no residual in the start, no
+// larger first message, every tensor in every message.
 func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 	s := TrainingSpec{Task: TaskCharLM, Outer: OuterOptSpec{LR: 1}, Compression: CompressionSpec{RankMin: 1, RankMax: 4, EnergyTarget: 0.5, PowerIters: 1, BlockSize: 64, MinLowRank: 4096, MaxShardBytes: 1 << 16, DenseBits: 8}}
 	if err := s.validate(); err != nil || s.Compression.FeedbackDecay != 1 || s.Compression.FactorBits != 4 || s.Outer.Start != StartGlobal || s.Outer.Momentum != 0 ||
-		s.Outer.StartMix != 0 || s.Compression.FirstBudget != 0 || s.Compression.DenseEvery != 0 {
+		s.Outer.StartMix != 0 || s.Outer.StartResidual != 0 || s.Compression.FirstBudget != 0 || s.Compression.DenseEvery != 0 {
 		t.Fatalf("filled %+v, %+v: %v", s.Outer, s.Compression, err)
 	}
 	s.Outer.Start, s.Compression.FeedbackDecay, s.Compression.FactorBits = StartEager, 0.95, 2

@@ -142,7 +142,7 @@ func TestByteBudgetNeverExceeded(t *testing.T) {
 func TestMinBudgetIsTheLeastThatEncodes(t *testing.T) {
 	rng := newRand(22)
 	for trial := 0; trial < 20; trial++ {
-		cfg := Config{RankMin: 1 + rng.IntN(3), RankMax: 4, MinLowRank: 64, FactorBits: []int{2, 4}[trial%2], DenseBits: []int{4, 8}[trial/2%2], BlockSize: 8 * (1 + rng.IntN(4))}
+		cfg := Config{RankMin: 1 + rng.IntN(3), RankMax: 4, MinLowRank: 64, FactorBits: []int{2, 4, 1}[trial%3], DenseBits: []int{4, 8}[trial/3%2], BlockSize: 8 * (1 + rng.IntN(4))}
 		var ts []Tensor
 		shapes := map[string][]int{}
 		for i := 0; i < 1+rng.IntN(4); i++ {

@@ -53,6 +53,7 @@ func TestCheckFromFactorsAgreesWithTheValues(t *testing.T) {
 		{Config{RankMin: 1, RankMax: 1}, []int{64, 48}},
 		{Config{RankMin: 2, RankMax: 2}, []int{256, 192}},
 		{Config{RankMin: 4, RankMax: 4, FactorBits: 2, BlockSize: 8}, []int{96, 130}},
+		{Config{RankMin: 5, RankMax: 5, FactorBits: 1, BlockSize: 16}, []int{96, 130}},
 		{Config{RankMin: 8, RankMax: 8}, []int{200, 33}},
 		{Config{RankMin: 3, RankMax: 3, MinLowRank: 16}, []int{7, 5}},
 	}

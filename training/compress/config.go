@@ -52,8 +52,10 @@ type Config struct {
 	MaxShardBytes int
 	// DenseBits is the code width for dense tensors: 8 (default) or 4.
 	DenseBits int
-	// FactorBits is the code width of low-rank factors: 4 (default) or 2, which doubles the
-	// rank a byte budget buys (BlockSize must then be a multiple of 4).
+	// FactorBits is the code width of low-rank factors: 4 (default), 2, which doubles the
+	// rank a byte budget buys (BlockSize must then be a multiple of 4), or 1, a sign per
+	// value and a scale per block, which nearly doubles it again (BlockSize a multiple of 8;
+	// the sender then fits Q to the quantised P by least squares).
 	FactorBits int
 	// FeedbackDecay scales the error-feedback residual before the next round's
 	// pseudo-gradient is added to it: x = FeedbackDecay·residual + delta. In (0, 1]; 1 keeps
@@ -157,8 +159,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: byte budget %d is negative", ErrConfig, c.ByteBudget)
 	case c.DenseBits != 4 && c.DenseBits != 8:
 		return fmt.Errorf("%w: dense bits %d (want 4 or 8)", ErrConfig, c.DenseBits)
-	case c.FactorBits != 4 && c.FactorBits != 2:
-		return fmt.Errorf("%w: factor bits %d (want 4 or 2)", ErrConfig, c.FactorBits)
+	case c.FactorBits != 4 && c.FactorBits != 2 && c.FactorBits != 1:
+		return fmt.Errorf("%w: factor bits %d (want 4, 2 or 1)", ErrConfig, c.FactorBits)
 	case c.Codec != "" && c.Codec != CodecLowRank && c.Codec != CodecTopK:
 		return fmt.Errorf("%w: codec %q (want %q or %q)", ErrConfig, c.Codec, CodecLowRank, CodecTopK)
 	case c.Codec == CodecTopK && (c.DenseEvery > 1 || c.NoQuant || c.FirstBudget > 1):
@@ -173,6 +175,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: shared power iterations %d (want -1 for none, 0 or 1 for one)", ErrConfig, c.SharedPowerIters)
 	case c.FactorBits == 2 && c.BlockSize%4 != 0:
 		return fmt.Errorf("%w: block size %d with 2-bit factors (want a multiple of 4)", ErrConfig, c.BlockSize)
+	case c.FactorBits == 1 && c.BlockSize%8 != 0:
+		return fmt.Errorf("%w: block size %d with 1-bit factors (want a multiple of 8)", ErrConfig, c.BlockSize)
 	}
 	return nil
 }

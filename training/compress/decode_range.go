@@ -169,6 +169,8 @@ func dequantiseRange(out []float64, codes, scales []byte, bits, block, from int)
 		}
 		s := bf16(binary.LittleEndian.Uint16(scales[2*(i/block):]))
 		switch bits {
+		case bits1:
+			out[j] = level1(codes, i) * s
 		case bits2:
 			c := int8(codes[i/4]>>(2*(i%4))<<6) >> 6
 			out[j] = float64(2*int(c)+1) * s

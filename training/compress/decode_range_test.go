@@ -31,6 +31,7 @@ func TestRangeReaderMatchesDecodeInto(t *testing.T) {
 	cfgs := []Config{
 		{RankMin: 3, RankMax: 3, MinLowRank: 16, BlockSize: 8},
 		{RankMin: 5, RankMax: 5, MinLowRank: 16, FactorBits: 2, DenseBits: 4, BlockSize: 16},
+		{RankMin: 4, RankMax: 4, MinLowRank: 16, FactorBits: 1, DenseBits: 4, BlockSize: 8},
 		{RankMin: 2, RankMax: 2, MinLowRank: 16, DenseBits: 8, BlockSize: 32},
 		{RankMin: 2, RankMax: 2, MinLowRank: 16, NoQuant: true},
 	}

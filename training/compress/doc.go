@@ -66,6 +66,12 @@
 // the largest values may clip; the receiver only reads codes and scales. Dense pieces with
 // 2-bit codes are refused.
 //
+// With Config.FactorBits 1, low-rank factors take one bit per value (eight to a byte, bit
+// i%8 of byte i/8, the block size a multiple of 8): a set bit dequantises to +scale and a
+// clear one to −scale, the scale being the block's mean |v| rounded to the nearest
+// bfloat16. The sender fits Q to the quantised P by least squares, since signs shrink P's
+// columns. Dense pieces with 1-bit codes are refused.
+//
 // # Wire format
 //
 // A [Message] is encoded as core-deterministic CBOR (RFC 8949 §4.2.1): a map with integer keys

@@ -502,6 +502,16 @@ func (e *Encoder) adapt(st *tensorState) {
 	}
 }
 
+// Residual returns a copy of tensor name's error-feedback residual: what the Encoder's
+// messages have not delivered of the pseudo-gradients it was given, before the next
+// round's decay (Config.FeedbackDecay). It is nil for a tensor the Encoder has not seen.
+func (e *Encoder) Residual(name string) []float64 {
+	if st := e.state[name]; st != nil {
+		return slices.Clone(st.residual)
+	}
+	return nil
+}
+
 // Stats describes the last encoding of every tensor the Encoder has seen, in first-seen order.
 func (e *Encoder) Stats() []TensorStats {
 	out := make([]TensorStats, 0, len(e.order))

@@ -256,3 +256,34 @@ func TestRankDeficientInput(t *testing.T) {
 		}
 	}
 }
+
+// Residual is a copy of what the messages left undelivered: the input less the decoded
+// message in the first round; changing the copy changes nothing; an unseen tensor has none.
+func TestResidualIsUndeliveredCopy(t *testing.T) {
+	rng := newRand(31)
+	ts := []Tensor{randTensor(rng, "w", 1, 24, 20), randTensor(rng, "b", 1, 20)}
+	e := mustEncoder(t, Config{RankMax: 2, MinLowRank: 64, FactorBits: 2})
+	m := mustEncode(t, e, ts)
+	dec, err := m.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range ts {
+		r := e.Residual(tt.Name)
+		if len(r) != len(tt.Data) {
+			t.Fatalf("%s: %d residual values", tt.Name, len(r))
+		}
+		for j, v := range tt.Data {
+			if want := v - dec[i].Data[j]; math.Float64bits(r[j]) != math.Float64bits(want) {
+				t.Fatalf("%s[%d]: residual %v, input less message %v", tt.Name, j, r[j], want)
+			}
+		}
+		r[0] += 1
+		if e.Residual(tt.Name)[0] == r[0] {
+			t.Fatalf("%s: the residual is not a copy", tt.Name)
+		}
+	}
+	if e.Residual("none") != nil {
+		t.Fatal("a residual for a tensor never seen")
+	}
+}

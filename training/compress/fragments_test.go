@@ -227,7 +227,7 @@ func TestFragmentsBudgetNeverExceeded(t *testing.T) {
 	for trial := 0; trial < 40; trial++ {
 		budget := 150 + rng.IntN(700)
 		cfg := Config{MinLowRank: 64, RankMax: 12, Fragments: 1 + rng.IntN(6), DenseEvery: rng.IntN(3), ByteBudget: budget,
-			FactorBits: 2, DenseBits: 4 + 4*rng.IntN(2), Seed: rng.Uint64()}
+			FactorBits: 1 + trial%2, DenseBits: 4 + 4*rng.IntN(2), Seed: rng.Uint64()}
 		least, err := MinBudget(cfg, shapes)
 		if err != nil || least > budget {
 			t.Fatalf("budget %d, least %d: %v", budget, least, err)
@@ -249,8 +249,8 @@ func TestFragmentsBudgetNeverExceeded(t *testing.T) {
 					continue
 				}
 				checked++
-				pc, ps := colsBytes(s[0], 1, 2, DefaultBlockSize)
-				qc, qs := colsBytes(s[1], 1, 2, DefaultBlockSize)
+				pc, ps := colsBytes(s[0], 1, cfg.FactorBits, DefaultBlockSize)
+				qc, qs := colsBytes(s[1], 1, cfg.FactorBits, DefaultBlockSize)
 				if b+pc+ps+qc+qs <= budget {
 					t.Fatalf("%+v round %d: %q at rank %d, %d bytes left, one more rank costs %d", cfg, r, st.Name, st.Rank, budget-b, pc+ps+qc+qs)
 				}

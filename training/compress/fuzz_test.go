@@ -23,6 +23,8 @@ func FuzzDecodeShard(f *testing.F) {
 	f.Add(mustBytes(f, mustEncode(f, e, []Tensor{randTensor(rng, "w", 1, 6, 5), randTensor(rng, "v", 1, 3)})))
 	e2 := mustEncoder(f, Config{MinLowRank: 16, RankMax: 3, FactorBits: 2, BlockSize: 8})
 	f.Add(mustBytes(f, mustEncode(f, e2, []Tensor{randTensor(rng, "w", 1, 7, 5), randTensor(rng, "v", 1, 3)})))
+	e1 := mustEncoder(f, Config{MinLowRank: 16, RankMax: 3, FactorBits: 1, BlockSize: 8})
+	f.Add(mustBytes(f, mustEncode(f, e1, []Tensor{randTensor(rng, "w", 1, 9, 5), randTensor(rng, "v", 1, 3)})))
 	e3 := mustEncoder(f, Config{Codec: CodecTopK, ByteBudget: 24, BlockSize: 8}) // sparse pieces
 	f.Add(mustBytes(f, mustEncode(f, e3, []Tensor{randTensor(rng, "w", 1, 7, 5), randTensor(rng, "v", 1, 300)})))
 	sc := Config{SharedRank: 3, MinLowRank: 16, RankMax: 2, FactorBits: 2, BlockSize: 8}

@@ -3,7 +3,9 @@ package compress
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
+	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
 )
@@ -20,9 +22,14 @@ type lowRank struct {
 	p, qt, tau, work []float64
 	dead             []int // columns of P zeroed in the last orthonormalisation
 	// gains[k] is the energy of component k in the last round (‖column k of Q‖², P being
-	// near orthonormal) and energy that round's ‖x‖²: Config.ByteBudget's spectrum estimate.
+	// near orthonormal, or fit[k] after a refit) and energy that round's ‖x‖²:
+	// Config.ByteBudget's spectrum estimate.
 	gains  []float64
 	energy float64
+	// fit[k], when the last factor call refitted Q to the quantised P̂ (1-bit factors), is
+	// component k's share of the energy the fit captures, ‖P̂·Qᵀ‖² = Σ_k ⟨Qᵀ_k, (P̂ᵀx)_k⟩
+	// (rows k of Qᵀ and of P̂ᵀ·x); else nil.
+	fit []float64
 }
 
 // noteGains records the energy of each component of the last factor call, out of energy.
@@ -30,7 +37,11 @@ func (lr *lowRank) noteGains(energy float64) {
 	lr.energy = energy
 	lr.gains = lr.gains[:0]
 	for k := 0; k < lr.lastRank; k++ {
-		lr.gains = append(lr.gains, sumSquares(lr.qt[k*lr.cols:(k+1)*lr.cols]))
+		g := sumSquares(lr.qt[k*lr.cols : (k+1)*lr.cols])
+		if lr.fit != nil {
+			g = lr.fit[k]
+		}
+		lr.gains = append(lr.gains, g)
 	}
 }
 
@@ -66,7 +77,7 @@ func (lr *lowRank) resize(rank int) {
 // covering all rows. x is not modified.
 func (lr *lowRank) factor(name string, x []float64, iters, bits, block int) (piece, error) {
 	p := general(lr.rows, lr.rank, lr.p)
-	lr.lastRank = lr.rank
+	lr.lastRank, lr.fit = lr.rank, nil
 	pc := piece{Name: name, Shape: []int{lr.rows, lr.cols}, Lo: 0, Hi: lr.rows, Rank: lr.rank, Bits: bits}
 	cm := make([]float64, lr.rows*lr.rank) // P in column-major order
 	for it := 0; it < iters; it++ {
@@ -84,6 +95,9 @@ func (lr *lowRank) factor(name string, x []float64, iters, bits, block int) (pie
 			transpose(lr.p, pcm, lr.rank, lr.rows)
 		}
 		mulMtP(lr.qt, x, lr.p, lr.rows, lr.cols, lr.rank)
+		if it == iters-1 && bits == bits1 {
+			lr.refit()
+		}
 		transpose(lr.q, lr.qt, lr.rank, lr.cols)
 	}
 	qt := lr.qt
@@ -91,6 +105,59 @@ func (lr *lowRank) factor(name string, x []float64, iters, bits, block int) (pie
 	nc, ns := colsBytes(lr.cols, lr.rank, bits, block)
 	pc.QCodes, pc.QScales = make([]byte, nc), make([]byte, ns)
 	return pc, quantiseCols(pc.QCodes, pc.QScales, qt, lr.rank, bits, block)
+}
+
+// refit replaces Qᵀ = P̂ᵀ·X (lr.qt) by the least-squares fit of X on the quantised P̂ (lr.p),
+// (P̂ᵀP̂)⁻¹·P̂ᵀ·X, and notes each component's share of the energy it captures (lr.fit). 1-bit
+// codes shrink P's columns (a sign times the mean |v| of a block keeps about 2/π of a
+// column's energy), and Q fitted as if P̂ were orthonormal would carry the shrinkage into
+// the message; 2- and 4-bit codes lose little and are not refitted. A dead (zero) column
+// keeps its zero row of Qᵀ. Sender-side only.
+func (lr *lowRank) refit() {
+	r := lr.rank
+	b := slices.Clone(lr.qt) // P̂ᵀ·X
+	defer func() {
+		lr.fit = make([]float64, r)
+		for k := range lr.fit {
+			var s float64
+			for j := k * lr.cols; j < (k+1)*lr.cols; j++ {
+				s += lr.qt[j] * b[j]
+			}
+			lr.fit[k] = max(0, s)
+		}
+	}()
+	g := make([]float64, r*r)
+	pn := make([]float64, r)
+	for i := 0; i < lr.rows; i++ {
+		pi := lr.p[i*r : (i+1)*r]
+		for a := 0; a < r; a++ {
+			for b := a; b < r; b++ {
+				g[a*r+b] += pi[a] * pi[b]
+			}
+		}
+	}
+	for k := 0; k < r; k++ {
+		pn[k] = g[k*r+k]
+		if !(g[k*r+k] > 0) {
+			for b := k; b < r; b++ {
+				g[k*r+b] = 0
+			}
+			g[k*r+k] = 1
+		}
+	}
+	t, ok := lapack64.Potrf(blas64.Symmetric{Uplo: blas.Upper, N: r, Stride: r, Data: g})
+	if !ok { // P̂ rank-deficient: scale each row by its own column's norm instead
+		for k := 0; k < r; k++ {
+			if pn[k] > 0 {
+				row := lr.qt[k*lr.cols : (k+1)*lr.cols]
+				for j := range row {
+					row[j] /= pn[k]
+				}
+			}
+		}
+		return
+	}
+	lapack64.Potrs(t, general(r, lr.cols, lr.qt))
 }
 
 // transpose writes the transpose of the r×c row-major src into dst and returns dst.

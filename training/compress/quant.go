@@ -28,6 +28,8 @@ func qmax(bits int) float64 {
 // codeBytes is the byte length of n codes of the given width.
 func codeBytes(n, bits int) int {
 	switch bits {
+	case bits1:
+		return (n + 7) / 8
 	case bits2:
 		return (n + 3) / 4
 	case bits4:
@@ -70,8 +72,9 @@ func bf16(h uint16) float64 {
 	return float64(math.Float32frombits(uint32(h) << 16))
 }
 
-// quantise writes the codes and scales of vals (widths 2, 4, 8 or raw) into codes and scales,
-// which must have codeBytes and scaleBytes lengths. codes must be zeroed for width 4.
+// quantise writes the codes and scales of vals (widths 1, 2, 4, 8 or raw) into codes and
+// scales, which must have codeBytes and scaleBytes lengths. codes must be zeroed for widths
+// 1, 2 and 4.
 func quantise(codes, scales []byte, vals []float64, bits, block int) error {
 	if bits == bitsRaw {
 		for i, v := range vals {
@@ -79,7 +82,10 @@ func quantise(codes, scales []byte, vals []float64, bits, block int) error {
 		}
 		return nil
 	}
-	if bits == bits2 {
+	switch bits {
+	case bits1:
+		return quantise1(codes, scales, vals, block)
+	case bits2:
 		return quantise2(codes, scales, vals, block)
 	}
 	qm := qmax(bits)
@@ -127,7 +133,11 @@ func dequantise(out []float64, codes, scales []byte, bits, block int) {
 		}
 		return
 	}
-	if bits == bits2 {
+	switch bits {
+	case bits1:
+		dequantise1(out, codes, scales, block)
+		return
+	case bits2:
 		dequantise2(out, codes, scales, block)
 		return
 	}
@@ -146,9 +156,11 @@ func dequantise(out []float64, codes, scales []byte, bits, block int) {
 	}
 }
 
-// codesCanonical reports whether a code string's padding bits (int4, 2-bit) are zero.
+// codesCanonical reports whether a code string's padding bits (int4, 2-bit, 1-bit) are zero.
 func codesCanonical(codes []byte, n, bits int) bool {
 	switch {
+	case bits == bits1 && n%8 != 0:
+		return codes[len(codes)-1]>>(n%8) == 0
 	case bits == bits4 && n%2 != 0:
 		return codes[len(codes)-1]>>4 == 0
 	case bits == bits2 && n%4 != 0:

@@ -73,15 +73,16 @@ func TestQuantise2MatchesNaive(t *testing.T) {
 	}
 }
 
-// At one byte budget, 2-bit factors buy about twice the rank of 4-bit ones; the payload
-// stays within the budget, and the shards decode, check and join as 4-bit ones do.
+// At one byte budget, 2-bit factors buy about twice the rank of 4-bit ones, and 1-bit ones
+// at least half as much again (a block's scale costs what 16 one-bit codes do); the
+// payload stays within the budget, and the shards decode, check and join as 4-bit ones do.
 func TestFactorBits2DoublesRankInBudget(t *testing.T) {
 	rng := newRand(3)
 	ts := []Tensor{randTensor(rng, "w", 1, 128, 96), randTensor(rng, "b", 1, 96)}
 	shapes := map[string][]int{"w": {128, 96}, "b": {96}}
 	const budget = 2000
 	rank := map[int]int{}
-	for _, fb := range []int{4, 2} {
+	for _, fb := range []int{4, 2, 1} {
 		e := mustEncoder(t, Config{RankMin: 1, RankMax: 64, MinLowRank: 256, ByteBudget: budget, FactorBits: fb, MaxShardBytes: MinShardBytes})
 		for round := 0; round < 3; round++ {
 			m := mustEncode(t, e, ts)
@@ -110,8 +111,8 @@ func TestFactorBits2DoublesRankInBudget(t *testing.T) {
 		}
 		rank[fb] = statOf(t, e, "w").Rank
 	}
-	if rank[2] < 2*rank[4]-1 {
-		t.Fatalf("rank %d with 2-bit factors, %d with 4-bit", rank[2], rank[4])
+	if rank[2] < 2*rank[4]-1 || 2*rank[1] < 3*rank[2] {
+		t.Fatalf("rank %d with 1-bit factors, %d with 2-bit, %d with 4-bit", rank[1], rank[2], rank[4])
 	}
 }
 

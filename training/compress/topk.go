@@ -42,7 +42,7 @@ func (p *piece) indices(n int) ([]int, error) {
 
 // checkSparse checks a sparse piece of a tensor of n values.
 func (p *piece) checkSparse(n, block int) error {
-	if p.Rank != 0 || p.Lo != 0 || p.Hi != n || p.Bits == bits2 {
+	if p.Rank != 0 || p.Lo != 0 || p.Hi != n || p.Bits == bits2 || p.Bits == bits1 {
 		return fmt.Errorf("%w: sparse piece of rank %d, range [%d, %d) of %d, %d-bit", ErrMalformed, p.Rank, p.Lo, p.Hi, n, p.Bits)
 	}
 	if len(p.QCodes) != 0 || len(p.QScales) != 0 {

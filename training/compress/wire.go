@@ -200,11 +200,14 @@ func (p *piece) validate(block, maxRank int) (int, error) {
 	if p.Bits == bitsRaw {
 		return 0, fmt.Errorf("%w: raw float64 values (Config.NoQuant) are not accepted from peers", ErrMalformed)
 	}
-	if p.Bits != bits4 && p.Bits != bits8 && p.Bits != bits2 {
+	if p.Bits != bits4 && p.Bits != bits8 && p.Bits != bits2 && p.Bits != bits1 {
 		return 0, fmt.Errorf("%w: code width %d", ErrMalformed, p.Bits)
 	}
 	if p.Bits == bits2 && (!p.lowRank() || block%4 != 0) {
 		return 0, fmt.Errorf("%w: 2-bit codes for a dense piece or with block size %d", ErrMalformed, block)
+	}
+	if p.Bits == bits1 && (!p.lowRank() || block%8 != 0) {
+		return 0, fmt.Errorf("%w: 1-bit codes for a dense piece or with block size %d", ErrMalformed, block)
 	}
 	if p.Rank < 0 || p.SRank < 0 {
 		return 0, fmt.Errorf("%w: rank %d, shared rank %d", ErrMalformed, p.Rank, p.SRank)

@@ -14,6 +14,15 @@ func TestCodecOptionsThetaSameOnEveryNodeInAnyOrder(t *testing.T) {
 	})
 }
 
+// 1-bit factors (signs and block scales, Q refitted by the sender) keep θ the same bytes on
+// every node, in any arrival order.
+func TestFactorBits1ThetaSameOnEveryNodeInAnyOrder(t *testing.T) {
+	sameThetaEverywhere(t, []float64{1, 2, 1, 0.5}, 4, 0, "1-bit factors", func(c *Config) {
+		c.Compress.FactorBits, c.Compress.ByteBudget, c.Compress.FeedbackDecay = 1, 400, 0.9
+		c.Compress.RankMax = 8
+	})
+}
+
 // sameThetaEverywhere runs the eager simulation of weights for rounds rounds with edit
 // applied to the config and fails t unless θ after round differs differs from the run
 // without edit (what names edit), and θ is the same bytes on every node after each round

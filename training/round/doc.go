@@ -64,6 +64,17 @@
 // 0.630 at 0.35, 0.658 at 1, against 0.583 for the same budget without the delay at lr 0.7:
 // the network spec's default is lr 0.7, no momentum, the eager start with the mix 0.5.
 //
+// # The residual in the start
+//
+// With Config.StartResidual γ, local work starts γ times the codec's error-feedback
+// residual further on: θ − γ·r (after the eager start's term), r being what this node's
+// messages have not yet delivered of its pseudo-gradients. θ lags the point dense DiLoCo
+// would have reached by about OuterLR times the mean of the nodes' residuals; a node knows
+// only its own, and the starts of all the nodes average θ − γ·mean(r). The residual is
+// large at a high compression ratio (a 1000x message carries 15 to 20% of its input's
+// energy), and a node's own is a noisy estimate of the mean, so γ is kept below the outer
+// lr. Like the eager start it changes only the node's private start, never θ.
+//
 // # Reproducibility
 //
 // Every node that closes round t with the same inclusion list and the same contribution bytes

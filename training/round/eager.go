@@ -20,6 +20,9 @@ func validStartPoint(cfg Config) bool {
 	if !(cfg.StartMix >= 0 && cfg.StartMix <= 1) || cfg.StartMix > 0 && cfg.StartPoint != StartEager {
 		return false
 	}
+	if !(cfg.StartResidual >= 0 && cfg.StartResidual <= 1) {
+		return false
+	}
 	switch cfg.StartPoint {
 	case "", StartGlobal:
 		return true
@@ -31,11 +34,12 @@ func validStartPoint(cfg Config) bool {
 
 // startPoint returns a new copy of the point the next local work starts from: θ, or with
 // the eager start θ − c·own while this node's last pseudo-gradient is not yet in θ and a
-// closed round has told the node its share, c being StartMix or else OuterLR·share. Every
-// product is rounded before it is subtracted, like the outer step, though only this node
-// ever uses the result.
+// closed round has told the node its share, c being StartMix or else OuterLR·share; then,
+// with StartResidual γ, less γ times the codec's residual. Every product is rounded before
+// it is subtracted, like the outer step, though only this node ever uses the result.
 func (m *Machine) startPoint() []float64 {
 	base := slices.Clone(m.theta)
+	m.subResidual(base)
 	if m.cfg.StartPoint != StartEager || m.own == nil || m.nextClose >= m.nextLocal || !(m.share > 0) {
 		return base
 	}
@@ -47,6 +51,22 @@ func (m *Machine) startPoint() []float64 {
 		base[i] -= float64(c * d)
 	}
 	return base
+}
+
+// subResidual subtracts StartResidual times the codec's residual of every tensor from base
+// (θ's layout). The residual does not change between a Start and its LocalDone, which
+// makes the start point again: the encoder runs after it.
+func (m *Machine) subResidual(base []float64) {
+	g := m.cfg.StartResidual
+	if !(g > 0) {
+		return
+	}
+	for _, t := range m.like {
+		off := m.offsets[t.Name]
+		for j, v := range m.enc.Residual(t.Name) {
+			base[off+j] -= float64(g * v)
+		}
+	}
 }
 
 // noteOwn keeps this node's pseudo-gradient of the local work just done, for the eager start.

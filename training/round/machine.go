@@ -21,7 +21,7 @@ func New(cfg Config, st State) (*Machine, error) {
 		return nil, fmt.Errorf("round: outer lr %v, momentum %v", cfg.OuterLR, cfg.Momentum)
 	}
 	if !validStartPoint(cfg) {
-		return nil, fmt.Errorf("round: start point %q with delay %d and mix %v (want %q, or %q with delay 1 and a mix in [0, 1])", cfg.StartPoint, cfg.Delay, cfg.StartMix, StartGlobal, StartEager)
+		return nil, fmt.Errorf("round: start point %q with delay %d, mix %v and residual weight %v (want %q, or %q with delay 1 and a mix in [0, 1]; a residual weight in [0, 1])", cfg.StartPoint, cfg.Delay, cfg.StartMix, cfg.StartResidual, StartGlobal, StartEager)
 	}
 	if cfg.Compress.SharedRank > 0 && cfg.Delay != 0 {
 		return nil, fmt.Errorf("round: shared bases (compression shared rank %d) need delay 0", cfg.Compress.SharedRank)

@@ -44,6 +44,13 @@ type Config struct {
 	// last pseudo-gradient, not yet in θ). In [0, 1]; 0 means OuterLR times the node's share
 	// of the last close, the eager update.
 	StartMix float64
+	// StartResidual is the weight γ of this node's error-feedback residual (what its
+	// messages have not yet delivered, compress.Encoder.Residual) in its start: local work
+	// starts from θ − γ·residual, after the eager start's term if any. With every node doing
+	// so, the starts average θ less γ times the mean residual, a step towards the point
+	// dense DiLoCo would have reached. In [0, 1]; 0 (the default) leaves the start as it is.
+	// It changes only this node's private start, never θ.
+	StartResidual float64
 	// MaxNorm bounds the L2 norm of one contribution (0 means no bound).
 	MaxNorm   float64
 	Compress  compress.Config
