@@ -270,13 +270,16 @@ func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 	s := specFor(t, configs.TaskSynthetic)
 	s.Training.Compression.FactorBits, s.Training.Compression.FeedbackDecay = 2, 0.9
 	s.Training.Compression.FirstBudget, s.Training.Compression.PowerIters, s.Training.Outer.StartMix = 3, 3, 0.4
-	s.Training.Compression.DenseEvery = 5
+	s.Training.Compression.DenseEvery, s.Training.Outer.StartResidual = 5, 0.3
 	rc := mustParams(t, s).RoundConfig("p", 1)
 	if rc.Compress.FactorBits != 2 || rc.Compress.FeedbackDecay != 0.9 || rc.Compress.FirstBudget != 3 || rc.Compress.PowerIters != 3 || rc.Compress.DenseEvery != 5 {
 		t.Fatalf("codec config %+v, want 2-bit factors, decay 0.9, first budget 3, 3 power iterations, dense every 5", rc.Compress)
 	}
-	if rc.StartPoint != round.StartEager || rc.StartMix != 0.4 {
-		t.Fatalf("start %q, mix %v; want the eager start with the mix 0.4", rc.StartPoint, rc.StartMix)
+	if rc.StartPoint != round.StartEager || rc.StartMix != 0.4 || rc.StartResidual != 0.3 {
+		t.Fatalf("start %q, mix %v, residual %v; want the eager start with the mix 0.4 and the residual 0.3", rc.StartPoint, rc.StartMix, rc.StartResidual)
+	}
+	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 {
+		t.Fatalf("the default recipe: residual %v, decay %v; want 0.25 and 1", d.StartResidual, d.Compress.FeedbackDecay)
 	}
 }
 

@@ -50,10 +50,11 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "delay-momentum", Usage: "outer momentum of the delayed mode, with --delay-outer-lr (0: plain SGD)"},
 			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
 			&cli.Float64Flag{Name: "delay-mix", Usage: "with --delay-start eager: the weight in [0, 1] of a node's own last pseudo-gradient in its start (0: the outer lr times its share, the eager update)"},
+			&cli.Float64Flag{Name: "start-residual", Usage: "compressed modes: the weight in [0, 1] of a worker's error-feedback residual subtracted from its start (0: none)"},
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
-			&cli.IntFlag{Name: "factor-bits", Value: compress.DefaultFactorBits, Usage: "code width of low-rank factors: 4 or 2 (twice the rank at equal bytes)"},
+			&cli.IntFlag{Name: "factor-bits", Value: compress.DefaultFactorBits, Usage: "code width of low-rank factors: 4, 2 (twice the rank at equal bytes) or 1"},
 			&cli.IntFlag{Name: "power-iters", Value: d.Compress.PowerIters, Usage: "power iterations per round of each low-rank matrix, warm-started from the last round's Q"},
 			&cli.StringFlag{Name: "codec", Usage: "codec of the compressed modes: lowrank (default) or topk (the largest values of the model with their indices, under --target-ratio's budget)"},
 			&cli.IntFlag{Name: "dense-every", Usage: "send the tensors that are not low-rank (biases) every N-th round in rotation, with all they accumulated (0 or 1: every round)"},
@@ -150,6 +151,7 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.FeedbackDecay, o.DelayStart = c.Float64("feedback-decay"), c.String("delay-start")
 	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
 	o.Compress.PowerIters, o.DelayMix = c.Int("power-iters"), c.Float64("delay-mix")
+	o.StartResidual = c.Float64("start-residual")
 	o.Compress.DenseEvery, o.Compress.Codec = c.Int("dense-every"), c.String("codec")
 	o.Compress.Fragments = c.Int("fragments")
 	if b := c.Int("block-size"); b != 0 {
