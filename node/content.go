@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync"
 
 	"github.com/lowband/lowband/verify"
@@ -28,7 +29,7 @@ type contentStore struct {
 	mu       sync.Mutex
 	bytes    int
 	bySlot   map[slot]heldShard
-	byCID    map[string]slotSet // the slots whose held shard names each payload CID
+	byCID    map[string]slot // by cidKey: the slot whose held shard names that payload
 	byRound  map[uint64]slotSet
 	byPeer   map[string]slotSet // each peer's held slots
 	peerLoad map[string]int     // each peer's held bytes
@@ -41,7 +42,7 @@ func newContentStore(maxBytes int) *contentStore {
 	if maxBytes <= 0 {
 		maxBytes = defaultContentBytes
 	}
-	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slotSet),
+	return &contentStore{maxBytes: maxBytes, bySlot: make(map[slot]heldShard), byCID: make(map[string]slot),
 		byRound: make(map[uint64]slotSet), byPeer: make(map[string]slotSet), peerLoad: make(map[string]int)}
 }
 
@@ -121,7 +122,7 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 		return putNew
 	}
 	c.bySlot[k] = heldShard{data: bytes.Clone(data), head: head, cid: string(s.Header.PayloadCID)}
-	addSlot(c.byCID, string(s.Header.PayloadCID), k)
+	c.byCID[cidKey(k.round, k.peer, s.Header.PayloadCID)] = k
 	addSlot(c.byRound, k.round, k)
 	addSlot(c.byPeer, k.peer, k)
 	c.peerLoad[k.peer] += len(data)
@@ -193,12 +194,17 @@ func (c *contentStore) shard(k slot) []byte {
 func (c *contentStore) held(round uint64, peer string, cid []byte) (uint32, []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.byCID[string(cid)] {
-		if k.round == round && k.peer == peer {
-			return k.index, c.bySlot[k].data
-		}
+	if k, ok := c.byCID[cidKey(round, peer, cid)]; ok {
+		return k.index, c.bySlot[k].data
 	}
 	return 0, nil
+}
+
+// cidKey names a payload by its round, its signer and its CID: not by CID alone, as other
+// slots may carry the same payload (a peer sending the same update in two rounds, or a
+// copy of another's). The round (8 bytes), then shardKey.
+func cidKey(round uint64, peer string, cid []byte) string {
+	return string(binary.BigEndian.AppendUint64(nil, round)) + shardKey(peer, cid)
 }
 
 // prune drops the shards of rounds before round.
@@ -224,7 +230,9 @@ func (c *contentStore) drop(k slot, old heldShard) {
 	delete(c.bySlot, k)
 	removeSlot(c.byRound, k.round, k)
 	removeSlot(c.byPeer, k.peer, k)
-	removeSlot(c.byCID, old.cid, k)
+	if ck := cidKey(k.round, k.peer, []byte(old.cid)); c.byCID[ck] == k {
+		delete(c.byCID, ck)
+	}
 	c.bytes -= len(old.data)
 	c.peerLoad[k.peer] -= len(old.data)
 	if c.byPeer[k.peer] == nil {

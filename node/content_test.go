@@ -137,7 +137,7 @@ func TestOnePayloadInManySlots(t *testing.T) {
 		if _, data := c.held(9, shards[1].Header.Peer, cid); data == nil {
 			t.Fatalf("order %v: round 9 lost with round 8", order)
 		}
-		if _, data := c.held(8, shards[2].Header.Peer, cid); data != nil || len(c.byCID[string(cid)]) != 1 {
+		if _, data := c.held(8, shards[2].Header.Peer, cid); data != nil || len(c.byCID) != 1 {
 			t.Fatalf("order %v: a pruned slot still indexed", order)
 		}
 	}
