@@ -71,6 +71,7 @@ type heldShard struct {
 	data        []byte
 	head        []byte
 	cid         string
+	count       uint32 // the header's count of the contribution's shards
 	equivocated bool
 }
 
@@ -121,8 +122,10 @@ func (c *contentStore) put(s *verify.Shard, data []byte) putResult {
 	if !c.makeRoom(len(data), k) {
 		return putNew
 	}
-	c.bySlot[k] = heldShard{data: bytes.Clone(data), head: head, cid: string(s.Header.PayloadCID)}
-	c.byCID[cidKey(k.round, k.peer, s.Header.PayloadCID)] = k
+	c.bySlot[k] = heldShard{data: bytes.Clone(data), head: head, cid: string(s.Header.PayloadCID), count: s.Header.Count}
+	if ck := cidKey(k.round, k.peer, s.Header.PayloadCID); c.byCID[ck] == (slot{}) {
+		c.byCID[ck] = k // the first slot of a payload keeps it: a later one of the same signer is its own doing
+	}
 	addSlot(c.byRound, k.round, k)
 	addSlot(c.byPeer, k.peer, k)
 	c.peerLoad[k.peer] += len(data)
@@ -189,15 +192,18 @@ func (c *contentStore) shard(k slot) []byte {
 	return c.bySlot[k].data
 }
 
-// held returns the index and bytes of the held shard of round and peer whose header names
-// payload CID cid; nil bytes if none. The bytes are shared.
-func (c *contentStore) held(round uint64, peer string, cid []byte) (uint32, []byte) {
+// held returns the index, the header's count and the bytes of the held shard of round and
+// peer whose header names payload CID cid; nil bytes if none. The bytes are shared. (A peer
+// may sign one payload in several slots of its own; which of them this is depends on the
+// order they came in: a caller checks index and count against what it wants.)
+func (c *contentStore) held(round uint64, peer string, cid []byte) (index, count uint32, data []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if k, ok := c.byCID[cidKey(round, peer, cid)]; ok {
-		return k.index, c.bySlot[k].data
+		h := c.bySlot[k]
+		return k.index, h.count, h.data
 	}
-	return 0, nil
+	return 0, 0, nil
 }
 
 // cidKey names a payload by its round, its signer and its CID: not by CID alone, as other

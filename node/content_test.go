@@ -62,7 +62,7 @@ func TestContentStoreKeepsRecentRoundsOnce(t *testing.T) {
 	}
 	data, k := shard(4, 0, "p")
 	s := fx.Shard("alice", b, 4, 0, []byte("p"))
-	if _, held := c.held(4, s.Header.Peer, s.Header.PayloadCID); string(c.shard(k)) != string(data) || string(held) != string(data) {
+	if _, _, held := c.held(4, s.Header.Peer, s.Header.PayloadCID); string(c.shard(k)) != string(data) || string(held) != string(data) {
 		t.Fatalf("round 4 not served by slot and CID (%d bytes held)", c.bytes)
 	}
 }
@@ -81,7 +81,7 @@ func TestContentOfTheRepairWindowKept(t *testing.T) {
 	}
 	ft.f.setView(core.View{NextClose: 16, NextLocal: 17, Window: 2, RepairFrom: 10}) // a repair depth of 6
 	for r, cid := range cids {
-		if _, data := ft.f.content.held(uint64(r), incentivestest.PeerID("alice"), cid); (data != nil) != (r >= 4) {
+		if _, _, data := ft.f.content.held(uint64(r), incentivestest.PeerID("alice"), cid); (data != nil) != (r >= 4) {
 			held := data != nil
 			t.Errorf("round %d: held %v with rounds 10 to 15 open to repair", r, held)
 		}
@@ -110,7 +110,7 @@ func TestOnePayloadInManySlots(t *testing.T) {
 			}
 		}
 		for _, s := range shards {
-			index, data := c.held(s.Header.Round, s.Header.Peer, cid)
+			index, _, data := c.held(s.Header.Round, s.Header.Peer, cid)
 			if string(data) != string(marshalShard(t, s)) || index != s.Header.Index {
 				t.Fatalf("order %v: round %d of %s not found by its CID", order, s.Header.Round, s.Header.Peer[:8])
 			}
@@ -134,10 +134,10 @@ func TestOnePayloadInManySlots(t *testing.T) {
 			t.Fatalf("order %v: from the stored shards, %d taken and %d missing; want alice's and bob's missing", order, len(got), missing)
 		}
 		c.prune(9) // round 8 goes; round 9 stays found
-		if _, data := c.held(9, shards[1].Header.Peer, cid); data == nil {
+		if _, _, data := c.held(9, shards[1].Header.Peer, cid); data == nil {
 			t.Fatalf("order %v: round 9 lost with round 8", order)
 		}
-		if _, data := c.held(8, shards[2].Header.Peer, cid); data != nil || len(c.byCID) != 1 {
+		if _, _, data := c.held(8, shards[2].Header.Peer, cid); data != nil || len(c.byCID) != 1 {
 			t.Fatalf("order %v: a pruned slot still indexed", order)
 		}
 	}

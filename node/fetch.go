@@ -295,7 +295,7 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 	case fetchBundle:
 		return s.reg.bundle(r.hash)
 	case fetchShardCID:
-		_, data := s.content.held(r.slot.round, r.slot.peer, r.cid)
+		_, _, data := s.content.held(r.slot.round, r.slot.peer, r.cid)
 		return data
 	case fetchManifest, fetchChunk, fetchManifestR:
 		return s.checkpoint(r)

@@ -19,7 +19,13 @@ type repairWant struct {
 	round uint64
 	peer  string
 	cid   []byte
+	count uint32 // how many shards the entry lists (0: not checked)
 	peers []peer.ID
+}
+
+// fits reports whether a shard of index and count may be one of the wanted entry's.
+func (w repairWant) fits(index, count uint32) bool {
+	return w.count == 0 || count == w.count && index < count
 }
 
 // wantCID queues the shard of w for the repair fetchers, which fetch it (fetchCID) off
@@ -33,7 +39,7 @@ func (f *fullChecks) wantCID(w repairWant) {
 // check, or its round leaves the repair window. It blocks. Each answer is counted as the
 // shards topic's.
 func (f *fullChecks) fetchCID(ctx context.Context, w repairWant) bool {
-	if _, data := f.content.held(w.round, w.peer, w.cid); data != nil {
+	if index, count, data := f.content.held(w.round, w.peer, w.cid); data != nil && w.fits(index, count) {
 		r, reason := f.repairShard(ctx, "", w, data)
 		if r == p2p.Accept {
 			return true
@@ -80,6 +86,11 @@ func (f *fullChecks) repairShard(ctx context.Context, from peer.ID, w repairWant
 	s := obj.(*verify.Shard)
 	if s.Header.Round != w.round || s.Header.Peer != w.peer || !bytes.Equal(s.Header.PayloadCID, w.cid) {
 		return p2p.Reject, reasonDecode // not what was asked for
+	}
+	if !w.fits(s.Header.Index, s.Header.Count) {
+		// The signer's payload in a slot that is not one of the entry's: the peer may hold
+		// it honestly (the signer made it), and it proves nothing; the next peer is asked.
+		return p2p.Ignore, reasonDecode
 	}
 	if r, reason := repairWindow(*f.view.Load(), s.Header.Round); r != p2p.Accept {
 		return r, reason

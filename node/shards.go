@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 
 	"github.com/lowband/lowband/incentives"
@@ -14,21 +16,31 @@ import (
 // them like any other), and counts those it does not hold. Not by CID alone: other slots
 // may hold the same payload, as a peer that sends the same update in two rounds does, or
 // one that copies another's. What the content store lacks is taken from stored, the shards
-// the store holds of the round, if any.
+// the store holds of the round, if any. A shard is taken only as one of its contribution's:
+// its header counts as many shards as the record lists, and its index is below that and
+// not taken already (a peer may sign its payload again under other indexes and counts, and
+// the store refuses such a shard, which would stop the commit); else it counts as missing.
 func committedShards(rec *incentives.Record, content *contentStore, stored []store.Shard) (out []store.Shard, missing int) {
-	var kept map[string]store.Shard // stored, by peer and payload CID; made when needed
+	var kept map[string]storedShard // stored, by peer and payload CID; made when needed
 	for _, c := range rec.Contributions {
+		n := uint32(len(c.Shards))
+		taken := make(map[uint32]bool, n)
+		take := func(index, count uint32, data []byte) bool {
+			if data == nil || count != n || index >= n || taken[index] {
+				return false
+			}
+			taken[index] = true
+			out = append(out, store.Shard{Peer: c.Peer, Index: index, Data: data})
+			return true
+		}
 		for _, cid := range c.Shards {
-			index, data := content.held(rec.Round, c.Peer, cid)
-			if data != nil {
-				out = append(out, store.Shard{Peer: c.Peer, Index: index, Data: data})
+			if take(content.held(rec.Round, c.Peer, cid)) {
 				continue
 			}
 			if kept == nil {
-				kept = byPayload(stored)
+				kept = byPayload(rec.Round, stored)
 			}
-			if sh, ok := kept[shardKey(c.Peer, cid)]; ok {
-				out = append(out, sh)
+			if sh, ok := kept[shardKey(c.Peer, cid)]; ok && take(sh.Index, sh.count, sh.Data) {
 				continue
 			}
 			missing++
@@ -37,16 +49,24 @@ func committedShards(rec *incentives.Record, content *contentStore, stored []sto
 	return out, missing
 }
 
-// byPayload indexes stored shards by their peer and payload CID (shardKey). A shard whose
-// header does not decode, or names another peer than it is stored under, is left out.
-func byPayload(stored []store.Shard) map[string]store.Shard {
-	out := make(map[string]store.Shard, len(stored))
+// storedShard is a stored shard with its header's count.
+type storedShard struct {
+	store.Shard
+	count uint32
+}
+
+// byPayload indexes the stored shards of round by their peer and payload CID (shardKey). A
+// shard whose header does not decode, names another round, peer or index than it is
+// stored under, or whose payload does not hash to its CID, is left out.
+func byPayload(round uint64, stored []store.Shard) map[string]storedShard {
+	out := make(map[string]storedShard, len(stored))
 	for _, sh := range stored {
 		s, err := verify.UnmarshalShard(sh.Data, store.MaxShardBytes)
-		if err != nil || s.Header.Peer != sh.Peer || s.Header.Index != sh.Index {
+		if err != nil || s.Header.Round != round || s.Header.Peer != sh.Peer || s.Header.Index != sh.Index ||
+			!bytes.Equal(verify.PayloadCID(s.Payload), s.Header.PayloadCID) {
 			continue
 		}
-		out[shardKey(sh.Peer, s.Header.PayloadCID)] = sh
+		out[shardKey(sh.Peer, s.Header.PayloadCID)] = storedShard{Shard: sh, count: s.Header.Count}
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lowband/lowband/incentives/incentivestest"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
+	"github.com/lowband/lowband/verify"
 )
 
 // TestRepairKeepsTheShardsStoredWithItsRound: a round a catch-up closed again is stored
@@ -81,5 +82,37 @@ func TestRepairKeepsTheShardsStoredWithItsRound(t *testing.T) {
 	}
 	if got := repair(); len(got) != 0 {
 		t.Fatalf("with the shards held nowhere the round holds %d", len(got))
+	}
+}
+
+// TestCommitTakesOnlyShardsOfTheContribution: a contributor that signs its payload again in
+// another slot of its own (index 1 of 2, where the record lists one shard) cannot make the
+// commit take that shard, which the store would refuse, stopping the node's loop: the
+// commit takes the contribution's own shard, or counts it missing.
+func TestCommitTakesOnlyShardsOfTheContribution(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	alice := fx.Bundle("P1", "")
+	real := fx.Shard("P1", alice, 3, 0, []byte("an update"))
+	h := real.Header
+	h.Index, h.Count = 1, 2
+	again, err := verify.SignShard(fx.Key("P1"), h, []byte("an update"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &incentives.Record{Round: 3, Contributions: []incentives.Contribution{{Peer: h.Peer, Shards: [][]byte{h.PayloadCID}}}}
+	for _, order := range [][]*verify.Shard{{real, again}, {again, real}} {
+		c := newContentStore(0)
+		for _, s := range order {
+			c.put(s, marshalShard(t, s))
+		}
+		got, missing := committedShards(rec, c, nil)
+		if missing+len(got) != 1 || len(got) == 1 && (got[0].Index != 0 || !bytes.Equal(got[0].Data, marshalShard(t, real))) {
+			t.Fatalf("first %d of %d: %d shards taken (%+v), %d missing; want the real one or none", order[0].Header.Index, order[0].Header.Count, len(got), got, missing)
+		}
+		// With the real one stored with the round, the commit has it whatever came first.
+		stored := []store.Shard{{Peer: h.Peer, Index: 0, Data: marshalShard(t, real)}}
+		if got, missing := committedShards(rec, c, stored); missing != 0 || len(got) != 1 || got[0].Index != 0 {
+			t.Fatalf("first %d of %d, with the stored shard: %d taken, %d missing", order[0].Header.Index, order[0].Header.Count, len(got), missing)
+		}
 	}
 }

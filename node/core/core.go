@@ -111,6 +111,9 @@ type Want struct {
 	Peer  string
 	Index uint32
 	CID   []byte
+	// Count, with CID, is how many shards the entry lists: the shard's header must count
+	// as many (a signer may sign one payload under other counts and indexes).
+	Count uint32
 }
 
 // Commit is what a closed round changes in the store, in one transaction.

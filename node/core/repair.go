@@ -218,7 +218,7 @@ func (c *Core) await(from uint64, missing []wantedAt) []Want {
 				w.need++
 			}
 			if old == nil || !old.asked(k) {
-				out = append(out, Want{Round: m.round, Peer: m.peer, CID: bytes.Clone(cid)})
+				out = append(out, Want{Round: m.round, Peer: m.peer, CID: bytes.Clone(cid), Count: uint32(len(m.cids))})
 			}
 		}
 	}
@@ -237,7 +237,7 @@ func (w *waiting) wants() []Want {
 	out := make([]Want, 0, len(keys))
 	for _, k := range keys {
 		m := w.cids[k]
-		out = append(out, Want{Round: m.round, Peer: m.peer, CID: []byte(k[8+len(m.peer)+1:])})
+		out = append(out, Want{Round: m.round, Peer: m.peer, CID: []byte(k[8+len(m.peer)+1:]), Count: uint32(len(m.cids))})
 	}
 	return out
 }
@@ -253,7 +253,7 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 	h := &s.Header
 	k := wantKey(h.Round, h.Peer, h.PayloadCID)
 	want, ok := w.cids[k]
-	if !ok || want.peer != h.Peer || !bytes.Equal(verify.PayloadCID(s.Payload), h.PayloadCID) {
+	if !ok || want.peer != h.Peer || h.Count != uint32(len(want.cids)) || h.Index >= h.Count || !bytes.Equal(verify.PayloadCID(s.Payload), h.PayloadCID) {
 		return Ready{}, nil
 	}
 	cr := c.agree.closed[h.Round]
