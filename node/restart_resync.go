@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/incentives"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/node/store"
 )
 
@@ -184,16 +185,20 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 
 // settledApart reports whether peers carrying more than half of led's voting power
 // committed a record of a round before the repair window, this node's (repairFrom, which a
-// repair in flight widens) and theirs at r (r − repair depth or earlier), other than this
+// repair in flight widens) and theirs at r (r − lag or earlier, lag being how far back a
+// peer at r whose repair waits may still close a round again), other than this
 // node's own: its lineage parted from theirs where no repair reaches (a node that started
 // alone, or was cut off for longer than the window). One more ask of the voters, made only
 // once a look found the node diverged.
 func (j *joiner) settledApart(ctx context.Context, r, repairFrom uint64, led *incentives.State) bool {
+	// A peer at head r whose repair waits keeps up to lag rounds open (core.repairFromAt):
+	// a round inside that reach may still be closed again by the majority.
 	d := repairDepth(j.n.opts.Spec)
-	if r < d || repairFrom == 0 {
+	lag := max(d, min(2*d, core.MaxRepairLag))
+	if r < lag || repairFrom == 0 {
 		return false
 	}
-	u := min(r-d, repairFrom-1)
+	u := min(r-lag, repairFrom-1)
 	own, err := j.n.ledger.st.Record(u)
 	if err != nil || own == nil {
 		return false
