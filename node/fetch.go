@@ -35,10 +35,8 @@ const (
 	// fetchSignedRecord: key: round (8 bytes, big endian), signer's peer ID (text): the
 	// signed commit record of that signer for that round.
 	fetchSignedRecord byte = 8
-	// fetchStoredShard: key: round (8 bytes, big endian), a payload CID: a shard of that
-	// round the node stored with a commit (kept since its oldest checkpoint), for late
-	// joiners replaying the rounds after a checkpoint.
-	fetchStoredShard byte = 9
+	// 9 was a stored shard by round and payload CID, retired: a peer that copies another's
+	// payload signs a second shard with that CID in the round (fetchStoredShard).
 	// fetchCommittedSame: key: round (8 bytes, big endian; all ones: the last closed
 	// round), a record digest (32 bytes, incentives.RecordDigest): fetchCommitted's
 	// answer, except that when the record the node committed has that digest, the answer
@@ -65,6 +63,10 @@ const (
 	// header names that payload, from the recent shards the node holds. A repair asks by
 	// CID, not by slot: the record it follows names the version of the slot it wants.
 	fetchShardCID byte = 13
+	// fetchStoredShard: key: fetchShardCID's (round, CID length, CID, signer's peer ID): the
+	// shard of that round and signer with that payload the node stored with a commit (kept
+	// since its oldest checkpoint), for late joiners replaying the rounds after a checkpoint.
+	fetchStoredShard byte = 14
 )
 
 // shortCommitted marks fetchCommittedSame's short answer: the marker, the signed record's
@@ -131,8 +133,8 @@ func bodyRequest(round uint64, digest [32]byte) fetchRequest {
 	return fetchRequest{kind: fetchRecordBody, slot: slot{round: round}, hash: digest}
 }
 
-func storedShardRequest(round uint64, cid []byte) fetchRequest {
-	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round}, cid: cid}
+func storedShardRequest(round uint64, peer string, cid []byte) fetchRequest {
+	return fetchRequest{kind: fetchStoredShard, slot: slot{round: round, peer: peer}, cid: cid}
 }
 
 func recordRequest(round uint64, signer string) fetchRequest {
@@ -144,7 +146,7 @@ func (r fetchRequest) marshal() []byte {
 	switch r.kind {
 	case fetchBundle, fetchManifest, fetchChunk, fetchManifestR:
 		out = append(out, r.hash[:]...)
-	case fetchShardCID:
+	case fetchShardCID, fetchStoredShard:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, byte(len(r.cid)))
 		out = append(out, r.cid...)
@@ -161,9 +163,6 @@ func (r fetchRequest) marshal() []byte {
 	case fetchCommittedSame, fetchRecordBody:
 		out = binary.BigEndian.AppendUint64(out, r.slot.round)
 		out = append(out, r.hash[:]...)
-	case fetchStoredShard:
-		out = binary.BigEndian.AppendUint64(out, r.slot.round)
-		out = append(out, r.cid...)
 	}
 	return out
 }
@@ -181,7 +180,7 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 			return r, fmt.Errorf("%w: key of kind %d of %d bytes", ErrBadFetchRequest, r.kind, len(key))
 		}
 		copy(r.hash[:], key)
-	case fetchShardCID:
+	case fetchShardCID, fetchStoredShard:
 		if len(key) < 9 {
 			return r, fmt.Errorf("%w: shard by CID key of %d bytes", ErrBadFetchRequest, len(key))
 		}
@@ -221,11 +220,6 @@ func parseFetchRequest(b []byte) (fetchRequest, error) {
 		}
 		r.slot = slot{round: binary.BigEndian.Uint64(key)}
 		copy(r.hash[:], key[8:])
-	case fetchStoredShard:
-		if len(key) <= 8 || len(key) > 8+maxFetchCID {
-			return r, fmt.Errorf("%w: stored shard key of %d bytes", ErrBadFetchRequest, len(key))
-		}
-		r.slot, r.cid = slot{round: binary.BigEndian.Uint64(key)}, append([]byte(nil), key[8:]...)
 	default:
 		return r, fmt.Errorf("%w: kind %d", ErrBadFetchRequest, r.kind)
 	}
@@ -247,8 +241,8 @@ type fetchServer struct {
 // roundServer serves the node's committed rounds to late joiners (*store.Store through
 // storedRounds). Safe for concurrent use; what it does not hold is nil.
 type roundServer interface {
-	committed(round uint64) []byte         // signed record; headRound: the last closed round's
-	shard(round uint64, cid []byte) []byte // a stored shard of round with that payload CID
+	committed(round uint64) []byte                      // signed record; headRound: the last closed round's
+	shard(round uint64, peer string, cid []byte) []byte // the stored shard of round and peer with that payload CID
 }
 
 // checkpointSource is what serves checkpoints (*store.Store). Safe for concurrent use; an
@@ -315,7 +309,7 @@ func (s *fetchServer) answer(r fetchRequest) []byte {
 		case fetchCommittedDigest:
 			return digestOf(s.rounds.committed(r.slot.round))
 		}
-		return s.rounds.shard(r.slot.round, r.cid)
+		return s.rounds.shard(r.slot.round, r.slot.peer, r.cid)
 	default:
 		return s.content.shard(r.slot)
 	}

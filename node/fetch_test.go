@@ -23,6 +23,7 @@ func TestFetchRequests(t *testing.T) {
 	for _, r := range []fetchRequest{
 		bundleRequest([32]byte{1, 2, 3}),
 		cidRequest(1<<40, alice, verify.PayloadCID([]byte("payload"))),
+		storedShardRequest(7, alice, verify.PayloadCID([]byte("payload"))),
 		slotRequest(slot{round: 1 << 40, peer: alice, index: 7}),
 		{kind: fetchManifest, hash: [32]byte{4}},
 		{kind: fetchChunk, hash: [32]byte{5}},
@@ -51,6 +52,7 @@ func TestFetchRequests(t *testing.T) {
 		"CID of a bad ID":   cidRequest(1, "not a peer", verify.PayloadCID(nil)).marshal(),
 		"CID too long":      cidRequest(1, alice, make([]byte, maxFetchCID+1)).marshal(),
 		"retired kind 2":    append([]byte{2}, verify.PayloadCID(nil)...),
+		"retired kind 9":    append([]byte{9, 0, 0, 0, 0, 0, 0, 0, 3}, verify.PayloadCID(nil)...),
 		"short manifest ID": append([]byte{fetchManifest}, make([]byte, 31)...),
 		"long chunk hash":   append([]byte{fetchChunk}, make([]byte, 33)...),
 		"root without key":  {fetchManifestR},
@@ -80,7 +82,7 @@ func FuzzFetchRequest(f *testing.F) {
 	f.Add(recordRequest(3, incentivestest.PeerID("alice")).marshal())
 	f.Add(committedRequest(headRound).marshal())
 	f.Add(committedSameRequest(headRound, [32]byte{9}).marshal())
-	f.Add(storedShardRequest(3, verify.PayloadCID(nil)).marshal())
+	f.Add(storedShardRequest(3, incentivestest.PeerID("alice"), verify.PayloadCID(nil)).marshal())
 	f.Add(bodyRequest(3, [32]byte{7}).marshal())
 	f.Add(committedDigestRequest(headRound).marshal())
 	f.Add([]byte{})
@@ -285,8 +287,8 @@ func gossipShard(t *testing.T, ctx context.Context, sender, receiver *p2p.Host, 
 // heldRounds serves one committed record as every round's.
 type heldRounds struct{ signed []byte }
 
-func (h heldRounds) committed(uint64) []byte     { return h.signed }
-func (h heldRounds) shard(uint64, []byte) []byte { return nil }
+func (h heldRounds) committed(uint64) []byte             { return h.signed }
+func (h heldRounds) shard(uint64, string, []byte) []byte { return nil }
 
 // TestCommittedShortWhenTheSame: asked for a committed record with the digest of the
 // asker's own, a peer that committed the same record answers with its signature alone, from

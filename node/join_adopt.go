@@ -55,7 +55,7 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				sh, err := j.shard(ctx, rec.Round, c.Peer, len(c.Shards), cid, own[string(cid)], order)
+				sh, err := j.shard(ctx, rec.Round, c.Peer, len(c.Shards), cid, own[shardKey(c.Peer, cid)], order)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -74,9 +74,10 @@ func (j *joiner) shards(ctx context.Context, rec *incentives.Record, signers []p
 	return out, nil
 }
 
-// ownShards is the node's stored shards of round r by payload CID (none when it holds no
-// such round, or its entries do not read: the peers have them), read once per round
-// replayed rather than once per shard.
+// ownShards is the node's stored shards of round r by peer and payload CID (shardKey; none
+// when it holds no such round, or its entries do not read: the peers have them), read
+// once per round replayed rather than once per shard. Not by CID alone: a peer that copies
+// another's payload has a shard of that CID in the round too.
 func (j *joiner) ownShards(r uint64) map[string][]byte {
 	shards, err := j.n.ledger.st.Shards(r)
 	if err != nil {
@@ -86,7 +87,7 @@ func (j *joiner) ownShards(r uint64) map[string][]byte {
 	out := make(map[string][]byte, len(shards))
 	for _, sh := range shards {
 		if v, err := verify.UnmarshalShard(sh.Data, j.rep.maxPayload); err == nil {
-			out[string(v.Header.PayloadCID)] = sh.Data
+			out[shardKey(sh.Peer, v.Header.PayloadCID)] = sh.Data
 		}
 	}
 	return out
@@ -106,7 +107,7 @@ func (j *joiner) shard(ctx context.Context, r uint64, owner string, count int, c
 		if i < 0 { // its own store first (own): checked as a peer's answer
 			data = own
 		} else if p := order[i]; ctx.Err() == nil {
-			got, err := j.fetch.fetch(ctx, p, storedShardRequest(r, cid))
+			got, err := j.fetch.fetch(ctx, p, storedShardRequest(r, owner, cid))
 			if err != nil {
 				continue
 			}
@@ -336,12 +337,15 @@ func (s storedRounds) committed(r uint64) []byte {
 	return b
 }
 
-func (s storedRounds) shard(r uint64, cid []byte) []byte {
+func (s storedRounds) shard(r uint64, peer string, cid []byte) []byte {
 	shards, err := s.st.Shards(r)
 	if err != nil {
 		return nil
 	}
 	for _, sh := range shards {
+		if sh.Peer != peer {
+			continue
+		}
 		v, err := verify.UnmarshalShard(sh.Data, s.maxPayload)
 		if err == nil && bytes.Equal(v.Header.PayloadCID, cid) {
 			return sh.Data

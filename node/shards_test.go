@@ -116,3 +116,48 @@ func TestCommitTakesOnlyShardsOfTheContribution(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredShardServedBySigner: a round may hold one payload under two signers (bob
+// copied alice's update). A late joiner asks for a stored shard by round, signer and CID,
+// and gets that signer's, whichever sorts first in the store.
+func TestStoredShardServedBySigner(t *testing.T) {
+	fx := incentivestest.New("testnet", "run-1")
+	a := fx.Shard("P1", fx.Bundle("P1", ""), 0, 0, []byte("an update"))
+	b := fx.Shard("P2", fx.Bundle("P2", ""), 0, 0, []byte("an update"))
+	g, err := store.GenesisFromSpec(configs.IncentivesSpec{
+		Stakes:   map[string]uint64{a.Header.Peer: 1000, b.Header.Peer: 1000},
+		MinStake: 100, Reward: 10, JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Init(g); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := st.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid := a.Header.PayloadCID
+	cl, err := cur.Build([]incentives.Contribution{{Peer: a.Header.Peer, Shards: [][]byte{cid}}, {Peer: b.Header.Peer, Shards: [][]byte{cid}}}, nil, []byte("model"), fx.Checker())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(cl.Record, cl.State, cl.Events, store.Shard{Peer: a.Header.Peer, Data: marshalShard(t, a)}, store.Shard{Peer: b.Header.Peer, Data: marshalShard(t, b)}); err != nil {
+		t.Fatal(err)
+	}
+	srv := storedRounds{st: st, maxPayload: 1 << 20}
+	for _, s := range []*verify.Shard{a, b} {
+		if got := srv.shard(0, s.Header.Peer, cid); !bytes.Equal(got, marshalShard(t, s)) {
+			t.Fatalf("the stored shard of %s: %d bytes, not its own", s.Header.Peer[:12], len(got))
+		}
+	}
+	if got := srv.shard(0, incentivestest.PeerID("P3"), cid); got != nil {
+		t.Fatal("a shard served for a signer that sent none")
+	}
+}
