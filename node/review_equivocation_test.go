@@ -51,17 +51,7 @@ func TestEquivocationRetriedAfterBusyInbox(t *testing.T) {
 	if r, reason := ft.f.recheck(second); r != p2p.Accept {
 		t.Fatalf("the second shard again: %v %s", r, reason)
 	}
-	ft.f.wg.Wait()
-	var shards, evidence int
-	for len(ft.inbox) > 0 {
-		switch (<-ft.inbox).(type) {
-		case shardIn:
-			shards++
-		case evidenceIn:
-			evidence++
-		}
-	}
-	if shards != 1 || evidence != 1 {
+	if shards, evidence := ft.events(); shards != 1 || evidence != 1 {
 		t.Fatalf("the second shard again: %d shards and %d evidence items reached the loop, want 1 and 1", shards, evidence)
 	}
 }

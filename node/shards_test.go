@@ -27,25 +27,7 @@ func TestRepairKeepsTheShardsStoredWithItsRound(t *testing.T) {
 	alice := fx.Bundle("P1", "")
 	sh := fx.Shard("P1", alice, 0, 0, []byte("an update"))
 	data := marshalShard(t, sh)
-	g, err := store.GenesisFromSpec(configs.IncentivesSpec{
-		Stakes:   map[string]uint64{sh.Header.Peer: 1000, incentivestest.PeerID("P2"): 1000},
-		MinStake: 100, Reward: 10, JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Init(g); err != nil {
-		t.Fatal(err)
-	}
-	cur, err := st.State()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cur := stakedStore(t, sh.Header.Peer, incentivestest.PeerID("P2"))
 	cl, err := cur.Build([]incentives.Contribution{{Peer: sh.Header.Peer, Shards: [][]byte{sh.Header.PayloadCID}}}, nil, []byte("model"), fx.Checker())
 	if err != nil {
 		t.Fatal(err)
@@ -124,25 +106,7 @@ func TestStoredShardServedBySigner(t *testing.T) {
 	fx := incentivestest.New("testnet", "run-1")
 	a := fx.Shard("P1", fx.Bundle("P1", ""), 0, 0, []byte("an update"))
 	b := fx.Shard("P2", fx.Bundle("P2", ""), 0, 0, []byte("an update"))
-	g, err := store.GenesisFromSpec(configs.IncentivesSpec{
-		Stakes:   map[string]uint64{a.Header.Peer: 1000, b.Header.Peer: 1000},
-		MinStake: 100, Reward: 10, JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Init(g); err != nil {
-		t.Fatal(err)
-	}
-	cur, err := st.State()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cur := stakedStore(t, a.Header.Peer, b.Header.Peer)
 	cid := a.Header.PayloadCID
 	cl, err := cur.Build([]incentives.Contribution{{Peer: a.Header.Peer, Shards: [][]byte{cid}}, {Peer: b.Header.Peer, Shards: [][]byte{cid}}}, nil, []byte("model"), fx.Checker())
 	if err != nil {
@@ -160,4 +124,33 @@ func TestStoredShardServedBySigner(t *testing.T) {
 	if got := srv.shard(0, incentivestest.PeerID("P3"), cid); got != nil {
 		t.Fatal("a shard served for a signer that sent none")
 	}
+}
+
+// stakedStore opens a store in a test directory at the genesis of peers, each staked 1000,
+// and returns it with its ledger state.
+func stakedStore(t *testing.T, peers ...string) (*store.Store, *incentives.State) {
+	t.Helper()
+	stakes := map[string]uint64{}
+	for _, p := range peers {
+		stakes[p] = 1000
+	}
+	g, err := store.GenesisFromSpec(configs.IncentivesSpec{
+		Stakes: stakes, MinStake: 100, Reward: 10, JailRounds: 2, UnstakedWeight: 0.25, EvidenceWindow: 3,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Init(g); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := st.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, cur
 }
