@@ -120,21 +120,29 @@ func readvertise(was, now int, since time.Duration) bool {
 // findPeersLoop looks up the run's rendezvous string and connects to peers it
 // finds while the host has fewer connections than it seeks (findTarget). A host
 // with enough connections does not look: every lookup costs the DHT nodes nearest
-// the rendezvous key a reply listing every advertised peer.
+// the rendezvous key a reply listing every advertised peer. An idle host (its last
+// look found every advertised peer connected, after its own advertisement landed:
+// nextFind) looks near instead (nearLook), at a tenth of a lookup's bytes in a swarm
+// of 16; a near look that finds someone new makes the next look a whole lookup again.
 func (h *Host) findPeersLoop() {
 	defer h.wg.Done()
-	wait, lastFound := findFirst, 0
+	wait, lastFound, idle := findFirst, 0, false
 	for {
 		switch {
 		case h.RoutingTableSize() == 0:
-			wait = emptyRetry
+			wait, idle = emptyRetry, false
 		case len(h.h.Network().Peers()) >= h.findTarget():
-			wait = min(2*wait, findMax)
+			wait, idle = min(2*wait, findMax), false
 		default:
 			// A lookup that begins after the host's own advertisement landed is settled.
 			settled := h.advertised.Load() != 0
-			found, fresh, connected := h.findOnce()
+			look := h.lookup
+			if idle {
+				look = h.nearLook
+			}
+			found, fresh, connected := h.findOnce(look)
 			wait = nextFind(wait, found, lastFound, fresh, connected, settled)
+			idle = wait >= findIdleFirst
 			lastFound = found
 		}
 		if !h.sleep(wait) {
@@ -173,23 +181,21 @@ func (h *Host) findTarget() int {
 	return min(h.cfg.ConnLow, 2*pubsub.DefaultGossipSubParams().Dhi)
 }
 
-// findOnce runs one rendezvous lookup and dials the peers found, in random order
+// findOnce runs one rendezvous look and dials the peers found, in random order
 // (every host gets the same list, in the same order, from the DHT), until the host
 // has findTarget connections. It returns how many peers it found, how many of them it
 // was not connected to (itself aside), and how many of those it newly connected.
-func (h *Host) findOnce() (found, fresh, connected int) {
+func (h *Host) findOnce(look func(context.Context) ([]peer.AddrInfo, error)) (found, fresh, connected int) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
 	defer cancel()
 	h.met.lookups.Inc()
-	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
+	peers, err := look(ctx)
 	if err != nil {
 		h.log.Debug("rendezvous lookup failed", "err", err)
 		return 0, 0, 0
 	}
-	var peers []peer.AddrInfo
-	for ai := range ch {
-		peers = append(peers, ai)
+	for _, ai := range peers {
 		h.found.add(ai.ID)
 	}
 	rand.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
@@ -218,6 +224,20 @@ func (h *Host) findOnce() (found, fresh, connected int) {
 	wg.Wait()
 	h.log.Debug("rendezvous lookup", "found", len(peers), "fresh", fresh, "connected", n.Load(), "took", time.Since(t0))
 	return len(peers), fresh, int(n.Load())
+}
+
+// lookup asks the DHT which peers advertised the run's rendezvous string: a whole
+// lookup, which asks the peers nearest the key it learns of until none is nearer.
+func (h *Host) lookup(ctx context.Context) ([]peer.AddrInfo, error) {
+	ch, err := h.disc.FindPeers(ctx, Rendezvous(h.cfg.Network, h.cfg.Run), discovery.Limit(0))
+	if err != nil {
+		return nil, err
+	}
+	var peers []peer.AddrInfo
+	for ai := range ch {
+		peers = append(peers, ai)
+	}
+	return peers, nil
 }
 
 // LookupRendezvous asks the DHT which peers advertised the run's rendezvous

@@ -1,0 +1,73 @@
+package p2p_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/p2p/p2ptest"
+)
+
+// An idle host (every advertised peer connected) looks for newcomers near the rendezvous
+// key only: its own provider records and the few peers of its table nearest the key. It
+// finds every advertised host, as a whole lookup does, while asking a handful of DHT
+// nodes where the whole lookup asks every node of a small swarm.
+func TestNearLookFindsEveryoneFromAFewPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Every host seeks one connection, so none looks on its own while the test counts.
+	s, err := p2ptest.Start(ctx, 8, func(_ int, c *p2p.Config) { c.ConnLow, c.ConnHigh = 1, 16 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.Hosts[0]
+	if err := p2ptest.Poll(ctx, "every host advertised", 100*time.Millisecond, func() bool {
+		return advertised(ctx, h, s.Hosts...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	served := func() int64 {
+		var n int64
+		for _, o := range s.All() {
+			if o != h {
+				n += o.DHTRequestsServed()
+			}
+		}
+		return n
+	}
+	// What one look asks of the others: the least of three tries, as the swarm's own
+	// advertisements and table refreshes may land in a try.
+	asked := func(look func(context.Context) ([]peer.AddrInfo, error)) (int64, []peer.AddrInfo) {
+		best, found := int64(-1), []peer.AddrInfo(nil)
+		for range 3 {
+			before := served()
+			got, err := look(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := served() - before; best < 0 || n < best {
+				best, found = n, got
+			}
+		}
+		return best, found
+	}
+	whole, wholeFound := asked(h.LookupRendezvous)
+	near, nearFound := asked(h.NearRendezvous)
+	ids := map[peer.ID]bool{}
+	for _, ai := range nearFound {
+		ids[ai.ID] = true
+	}
+	for i, o := range s.Hosts {
+		if !ids[o.ID()] {
+			t.Fatalf("the near look missed host %d of %d (it found %d, the whole lookup %d)", i, len(s.Hosts), len(nearFound), len(wholeFound))
+		}
+	}
+	if near > 3 || near >= whole {
+		t.Fatalf("a near look asked %d DHT nodes, a whole lookup %d: want at most 3, and fewer", near, whole)
+	}
+	t.Logf("DHT requests: near look %d, whole lookup %d", near, whole)
+}
