@@ -23,6 +23,14 @@ const (
 	// (readvertise).
 	advertiseFirst = 5 * time.Second
 	advertiseMax   = 10 * time.Minute
+	// readvertiseEvery is how long a settled host goes between advertisements whose
+	// table and addresses stay as they were. A provider record lives 48 hours on the
+	// DHT nodes that took it (kad-dht's provide validity); an advertisement is a lookup
+	// of the nearest peers, each answering with its own nearest, and a record put on
+	// each: in a swarm of 16 that started together, every host's advertising every ten
+	// minutes cost each about 40 KB in the round they fell in. An hour still puts the
+	// record on nodes that came near the key since, long before the old ones drop it.
+	readvertiseEvery = time.Hour
 	// emptyRetry is the first wait before retrying an advertisement that failed
 	// (typically because the routing table was still empty); it doubles up to
 	// emptyRetryMax, far below the discovery library's fixed two minutes.
@@ -61,7 +69,7 @@ func (h *Host) advertiseLoop() {
 			continue
 		}
 		t0 := time.Now()
-		_, err := h.disc.Advertise(h.ctx, ns, discovery.TTL(advertiseMax))
+		_, err := h.disc.Advertise(h.ctx, ns, discovery.TTL(readvertiseEvery))
 		h.log.Debug("advertised", "took", time.Since(t0), "err", err)
 		if err == nil {
 			h.advertised.CompareAndSwap(0, time.Now().UnixNano())
@@ -78,9 +86,9 @@ func (h *Host) advertiseLoop() {
 			continue
 		}
 		retry = emptyRetry
-		// Sleep through the doubling schedule until the table has grown by half since
-		// this advertisement, the host's addresses have changed, or advertiseMax has
-		// passed.
+		// Sleep through the doubling schedule (a look at least every advertiseMax) until
+		// the table has grown by half since this advertisement, the host's addresses
+		// have changed, or readvertiseEvery has passed.
 		size, addrs, since := h.RoutingTableSize(), addrsKey(h.h.Addrs()), time.Duration(0)
 		for {
 			if !h.sleep(next) {
@@ -108,13 +116,13 @@ func addrsKey(addrs []ma.Multiaddr) string {
 // readvertise reports whether a host that advertised with a routing table of was peers,
 // since ago, advertises again with a table of now: once the table has grown by half (an
 // advertisement made with a thin table reached few of the peers nearest the rendezvous
-// key), or after advertiseMax, before the provider records expire. (A host whose own
-// addresses changed, such as a relay reservation behind a NAT, advertises again too: the
-// nearest peers hand out the addresses they were given with the record.) Each advertisement is
-// a DHT lookup and a provider record to each of the nearest peers, tens of KB: a host whose
-// table stays as it was has nothing to gain from another before then.
+// key), or after readvertiseEvery, long before the provider records expire. (A host whose
+// own addresses changed, such as a relay reservation behind a NAT, advertises again too:
+// the nearest peers hand out the addresses they were given with the record.) Each
+// advertisement is a DHT lookup and a provider record to each of the nearest peers, tens
+// of KB: a host whose table stays as it was has little to gain from another before then.
 func readvertise(was, now int, since time.Duration) bool {
-	return since >= advertiseMax || 2*now >= 3*was && now > was
+	return since >= readvertiseEvery || 2*now >= 3*was && now > was
 }
 
 // findPeersLoop looks up the run's rendezvous string and connects to peers it

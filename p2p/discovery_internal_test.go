@@ -47,7 +47,7 @@ func TestLookupsBackOffWhenTheyFindNoOneNew(t *testing.T) {
 
 // TestReadvertiseOnlyWhenTheTableGrew: a host advertises again once its routing table has
 // grown by half since the last advertisement (which reached few of the rendezvous key's
-// nearest peers), or when advertiseMax has passed; not while the table stays as it was.
+// nearest peers), or when readvertiseEvery has passed; not while the table stays as it was.
 func TestReadvertiseOnlyWhenTheTableGrew(t *testing.T) {
 	for _, c := range []struct {
 		was, now int
@@ -60,7 +60,9 @@ func TestReadvertiseOnlyWhenTheTableGrew(t *testing.T) {
 		{16, 23, advertiseMax / 2, false},
 		{16, 24, advertiseFirst, true},
 		{16, 10, advertiseMax / 2, false},
-		{16, 16, advertiseMax, true},
+		{16, 16, advertiseMax, false},
+		{16, 16, readvertiseEvery - time.Second, false},
+		{16, 16, readvertiseEvery, true},
 		{0, 0, advertiseFirst, false},
 	} {
 		if got := readvertise(c.was, c.now, c.since); got != c.want {

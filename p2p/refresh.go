@@ -2,9 +2,11 @@ package p2p
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // The host refreshes its DHT routing table on its own schedule; kad-dht's auto refresh
@@ -15,8 +17,18 @@ import (
 // first refresh ends, and on every change of the host's addresses: in a swarm forming
 // at once every host ran several, each of tens of requests to peers it then stayed
 // connected to. Half the CPU of forming a swarm of 100 in-process hosts went there.
+//
+// A full refresh that leaves the table's peers as they were doubles the period before
+// the next, up to tableRefreshMax; one that changes them (a peer found or dropped), or
+// fails, puts it back to tableRefreshEvery. A refresh looks up a key in each of the table's buckets,
+// each lookup asking every DHT node of a small swarm for its nearest peers: in a swarm
+// of 16 that started together, the refreshes and advertisements of every host falling
+// together ten minutes in cost each host 70 to 90 KB in each of three rounds. In such a swarm every host is
+// connected to every other, and a newcomer enters the table when it connects (it looks
+// its own key up, and dials the peers it finds at the rendezvous).
 const (
 	tableRefreshEvery = 10 * time.Minute // kad-dht's own period
+	tableRefreshMax   = 80 * time.Minute // the period after quiet refreshes
 	tableLow          = 10               // kad-dht's threshold for a table to fix
 	tableLowEvery     = time.Minute      // a table of at most tableLow is refreshed this often
 	tableRetryFirst   = 5 * time.Second  // after a failed refresh; doubles up to tableRefreshEvery
@@ -32,6 +44,20 @@ type refreshSchedule struct {
 	last   time.Time     // end of the last refresh; zero = never
 	retry  time.Duration // wait after the last refresh when it failed; 0 = it succeeded
 	joined bool          // a refresh has succeeded
+	quiet  int           // full refreshes in a row that left the table's peers as they were
+}
+
+// period is the time between two refreshes of a healthy table: tableRefreshEvery,
+// doubled for each quiet refresh in a row, up to tableRefreshMax.
+func (s *refreshSchedule) period() time.Duration {
+	p := tableRefreshEvery
+	for range s.quiet {
+		if p >= tableRefreshMax {
+			break
+		}
+		p *= 2
+	}
+	return min(p, tableRefreshMax)
 }
 
 // due reports whether a refresh is due at now with a table of the given size.
@@ -46,17 +72,24 @@ func (s *refreshSchedule) due(now time.Time, table int) bool {
 	case table <= tableLow:
 		return now.Sub(s.last) >= tableLowEvery
 	}
-	return now.Sub(s.last) >= tableRefreshEvery
+	return now.Sub(s.last) >= s.period()
 }
 
-// done records a refresh that ended at now with err.
-func (s *refreshSchedule) done(now time.Time, err error) {
+// done records a refresh that ended at now with err; changed: it was a full refresh
+// (the table had been refreshed before) that left other peers in the table than it
+// found there, or the first.
+func (s *refreshSchedule) done(now time.Time, err error, changed bool) {
 	s.last = now
 	switch {
 	case err == nil:
+		if !s.joined || changed {
+			s.quiet = 0
+		} else {
+			s.quiet++
+		}
 		s.retry, s.joined = 0, true
 	case s.retry == 0:
-		s.retry = tableRetryFirst
+		s.retry, s.quiet = tableRetryFirst, 0
 	default:
 		s.retry = min(2*s.retry, tableRefreshEvery)
 	}
@@ -93,7 +126,9 @@ func (h *Host) refreshLoop() {
 		table := h.RoutingTableSize()
 		switch {
 		case s.due(time.Now(), table):
-			s.done(time.Now(), h.refresh(s.joined))
+			before := h.tablePeers()
+			err := h.refresh(s.joined)
+			s.done(time.Now(), err, !maps.Equal(before, h.tablePeers()))
 			moved = false // a full refresh looks the host's own key up too
 		case moved && table > 0:
 			_ = h.refresh(false)
@@ -103,6 +138,15 @@ func (h *Host) refreshLoop() {
 			return
 		}
 	}
+}
+
+// tablePeers is the set of peers in the DHT routing table.
+func (h *Host) tablePeers() map[peer.ID]bool {
+	out := map[peer.ID]bool{}
+	for _, p := range h.dht.RoutingTable().ListPeers() {
+		out[p] = true
+	}
+	return out
 }
 
 // refresh refreshes every bucket of the routing table (full) or looks the host's own

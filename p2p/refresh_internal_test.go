@@ -26,7 +26,7 @@ func TestRefreshSchedule(t *testing.T) {
 	if !s.due(t0, 1) {
 		t.Fatal("not due on the first peer")
 	}
-	s.done(t0, errors.New("lookup failed"))
+	s.done(t0, errors.New("lookup failed"), false)
 	if s.joined {
 		t.Fatal("joined after a failed refresh")
 	}
@@ -34,18 +34,18 @@ func TestRefreshSchedule(t *testing.T) {
 		t.Fatal("a failed refresh is retried after tableRetryFirst")
 	}
 	t1 := t0.Add(tableRetryFirst)
-	s.done(t1, errors.New("again"))
+	s.done(t1, errors.New("again"), false)
 	if s.due(t1.Add(2*tableRetryFirst-time.Millisecond), 50) || !s.due(t1.Add(2*tableRetryFirst), 50) {
 		t.Fatal("the retry doubles")
 	}
 	for range 20 {
-		s.done(t1, errors.New("again"))
+		s.done(t1, errors.New("again"), false)
 	}
 	if s.retry != tableRefreshEvery {
 		t.Fatalf("retry grew to %v, want at most %v", s.retry, tableRefreshEvery)
 	}
 	t2 := t1.Add(time.Hour)
-	s.done(t2, nil)
+	s.done(t2, nil, false)
 	if !s.joined || s.retry != 0 {
 		t.Fatalf("after a success: joined %v, retry %v", s.joined, s.retry)
 	}
@@ -54,6 +54,39 @@ func TestRefreshSchedule(t *testing.T) {
 	}
 	if s.due(t2.Add(tableLowEvery-time.Second), tableLow) || !s.due(t2.Add(tableLowEvery), tableLow) {
 		t.Fatal("a thin table is refreshed every tableLowEvery")
+	}
+}
+
+// A full refresh that leaves the table's peers as they were doubles the period before
+// the next, up to tableRefreshMax; one that changes them, or a failure, sets it back.
+func TestQuietRefreshesBackOff(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	var s refreshSchedule
+	s.done(t0, nil, true) // the join
+	want := tableRefreshEvery
+	for i := range 6 {
+		now := t0.Add(time.Duration(i) * 24 * time.Hour)
+		s.done(now, nil, false)
+		want = min(2*want, tableRefreshMax)
+		if s.due(now.Add(want-time.Second), tableLow+1) || !s.due(now.Add(want), tableLow+1) {
+			t.Fatalf("after %d quiet refreshes: due at %v, want %v", i+1, s.period(), want)
+		}
+		if !s.due(now.Add(tableLowEvery), tableLow) {
+			t.Fatal("a thin table is refreshed every tableLowEvery, quiet or not")
+		}
+	}
+	if want != tableRefreshMax || tableRefreshMax <= tableRefreshEvery {
+		t.Fatalf("the period grew to %v, want tableRefreshMax %v", want, tableRefreshMax)
+	}
+	s.done(t0, nil, true)
+	if s.period() != tableRefreshEvery {
+		t.Fatalf("after a refresh that changed the table: period %v, want %v", s.period(), tableRefreshEvery)
+	}
+	s.done(t0, nil, false)
+	s.done(t0, errors.New("lookup failed"), false)
+	s.done(t0, nil, false) // a quiet success after a failure
+	if s.period() != 2*tableRefreshEvery {
+		t.Fatalf("a failure in between: period %v, want %v (the count starts again)", s.period(), 2*tableRefreshEvery)
 	}
 }
 
