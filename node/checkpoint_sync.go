@@ -43,8 +43,7 @@ type ckptWant struct {
 	Peers []peer.ID
 }
 
-// rootKey is the DHT key under which a node announces the checkpoint of a state root (the
-// manifest ID is announced too).
+// rootKey is the DHT key under which a node announces the checkpoint of a state root.
 func rootKey(root [32]byte) [32]byte {
 	return sha256.Sum256(append([]byte("lowband/checkpoint-root/v1\x00"), root[:]...))
 }
@@ -70,11 +69,7 @@ type ckptSyncer struct {
 // A manifest whose chunks assemble to something else costs its sender its place, and the
 // next provider's manifest is tried.
 func (s *ckptSyncer) sync(ctx context.Context, want ckptWant) (*checkpoint.Checkpoint, error) {
-	key := want.ID
-	if key == ([32]byte{}) {
-		key = rootKey(want.Root)
-	}
-	found, err := s.find(ctx, key)
+	found, err := s.find(ctx, rootKey(want.Root)) // nodes announce their checkpoints by root
 	if err != nil && len(want.Peers) == 0 {
 		return nil, s.failed(want, fmt.Errorf("finding providers: %w", err))
 	}

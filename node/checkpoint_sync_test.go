@@ -108,7 +108,7 @@ func newSyncSwarm(t *testing.T, ctx context.Context, servers int) *syncSwarm {
 }
 
 // serve has server i answer the fetch protocol from src (or with handle, if not nil) and
-// announce src's checkpoint in the DHT, by manifest ID and by root.
+// announce src's checkpoint in the DHT by root, as a node does.
 func (w *syncSwarm) serve(t *testing.T, ctx context.Context, i int, src checkpointSource, m *checkpoint.Manifest, handle p2p.Handler) {
 	t.Helper()
 	h := w.servers[i]
@@ -116,10 +116,8 @@ func (w *syncSwarm) serve(t *testing.T, ctx context.Context, i int, src checkpoi
 		handle = (&fetchServer{ckpts: src}).handle
 	}
 	h.Handle(string(p2p.FetchProtocol(p2ptest.Network)), maxFetchRequest, handle)
-	for _, key := range [][32]byte{m.ID(), rootKey(m.Root)} {
-		if err := h.Provide(ctx, key); err != nil {
-			t.Fatal(err)
-		}
+	if err := h.Provide(ctx, rootKey(m.Root)); err != nil {
+		t.Fatal(err)
 	}
 }
 
