@@ -41,11 +41,37 @@ func TestHeadWatchStrikes(t *testing.T) {
 				looks++
 				return tc.looks[looks-1]
 			}
-			watchHead(lctx, stop, time.Millisecond, 3, probe)
+			watchHead(lctx, stop, time.Millisecond, 4*time.Millisecond, 3, probe)
 			var got *resyncCause
 			if !errors.As(context.Cause(lctx), &got) || got != tc.want || looks != tc.after {
 				t.Fatalf("stopped with %v after %d looks, want %v after %d", context.Cause(lctx), looks, tc.want, tc.after)
 			}
 		})
+	}
+}
+
+// While the looks find the node with its peers they come ever further apart, up to calm;
+// a look that finds it diverged brings the next one back to quick, so that the strikes of
+// a divergence come as quick apart as before.
+func TestHeadWatchLooksBackOffWhileAgreeing(t *testing.T) {
+	quick, calm := 10*time.Second, 30*time.Second
+	for _, tc := range []struct {
+		wait   time.Duration
+		agreed bool
+		want   time.Duration
+	}{
+		{quick, true, 20 * time.Second},
+		{20 * time.Second, true, calm},
+		{calm, true, calm},
+		{calm, false, quick},
+		{20 * time.Second, false, quick},
+		{quick, false, quick},
+	} {
+		if got := nextLook(tc.wait, quick, calm, tc.agreed); got != tc.want {
+			t.Errorf("after a look %v after the one before, agreed %v: next in %v, want %v", tc.wait, tc.agreed, got, tc.want)
+		}
+	}
+	if got := nextLook(quick, quick, quick, true); got != quick {
+		t.Errorf("calm equal to quick: next in %v, want %v", got, quick)
 	}
 }
