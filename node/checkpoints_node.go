@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -132,14 +135,42 @@ func (n *Node) provideKept(ctx context.Context, announced map[[32]byte]bool) err
 	if err != nil {
 		return err
 	}
-	return provideNew(ctx, list, announced, n.host.Provide)
+	led, self := n.ledger.state.Load(), n.host.ID().String()
+	voters := 0
+	for _, a := range led.Accounts {
+		if led.Power(a.Peer) > 0 {
+			voters++
+		}
+	}
+	pick := func(root [32]byte) bool { return led.Power(self) == 0 || announces(root, self, voters) }
+	return provideNew(ctx, list, announced, pick, n.host.Provide)
 }
 
-// provideNew announces, in order, the checkpoints of list whose root is not in announced,
-// adding each root it announced, until one fails.
-func provideNew(ctx context.Context, list []store.CheckpointInfo, announced map[[32]byte]bool, provide func(context.Context, [32]byte) error) error {
+// ckptAnnouncers is how many of a swarm's voters announce each checkpoint in the DHT, on
+// average (announces).
+const ckptAnnouncers = 4
+
+// announces reports whether the voter self, one of voters, announces the checkpoint of
+// root in the DHT: each voter does with probability ckptAnnouncers/voters, set by a hash
+// of the root and its ID, so that about ckptAnnouncers of them do, a different few for
+// each checkpoint, none able to choose (the root is not known before the round closes).
+// A sync asks the voters whose records name the root before any provider the DHT lists
+// (ckptWant.Peers): the providers are a second way to the checkpoint, and an announcement
+// is a DHT lookup that every node of a small swarm answers. A node without voting power
+// always announces: no record names it.
+func announces(root [32]byte, self string, voters int) bool {
+	if voters <= ckptAnnouncers {
+		return true
+	}
+	h := sha256.Sum256(append(append([]byte("lowband/checkpoint-announcer/v1\x00"), root[:]...), self...))
+	return binary.BigEndian.Uint64(h[:8]) < math.MaxUint64/uint64(voters)*ckptAnnouncers
+}
+
+// provideNew announces, in order, the checkpoints of list whose root is not in announced
+// and that pick takes, adding each root it announced, until one fails.
+func provideNew(ctx context.Context, list []store.CheckpointInfo, announced map[[32]byte]bool, pick func([32]byte) bool, provide func(context.Context, [32]byte) error) error {
 	for _, info := range list {
-		if announced[info.Root] {
+		if announced[info.Root] || !pick(info.Root) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, provideTimeout)

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -34,9 +36,10 @@ func TestNewCheckpointAnnouncedAlone(t *testing.T) {
 		}
 		return out
 	}
+	all := func([32]byte) bool { return true }
 	announced := map[[32]byte]bool{}
 	list := []store.CheckpointInfo{info(10), info(20), info(30)}
-	if err := provideNew(ctx, list, announced, provide); err != nil {
+	if err := provideNew(ctx, list, announced, all, provide); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(provided, keys(10, 20, 30)) {
@@ -44,16 +47,62 @@ func TestNewCheckpointAnnouncedAlone(t *testing.T) {
 	}
 	provided = nil
 	list = []store.CheckpointInfo{info(20), info(30), info(40)}
-	if err := provideNew(ctx, list, announced, provide); err != nil || !slices.Equal(provided, keys(40)) {
+	if err := provideNew(ctx, list, announced, all, provide); err != nil || !slices.Equal(provided, keys(40)) {
 		t.Fatalf("a new checkpoint: announced %x (%v), want only its root", provided, err)
 	}
 	provided, fail = nil, 1
 	clear(announced)
 	list = append(list, info(50))
-	if err := provideNew(ctx, list, announced, provide); err == nil {
+	if err := provideNew(ctx, list, announced, all, provide); err == nil {
 		t.Fatal("a failed announcement not reported")
 	}
-	if err := provideNew(ctx, list, announced, provide); err != nil || !slices.Equal(provided, keys(20, 30, 40, 50)) {
+	if err := provideNew(ctx, list, announced, all, provide); err != nil || !slices.Equal(provided, keys(20, 30, 40, 50)) {
 		t.Fatalf("all again, one failing on the way: announced %x (%v), want each kept root once", provided, err)
+	}
+	provided = nil
+	clear(announced)
+	not30 := func(root [32]byte) bool { return root != info(30).Root }
+	if err := provideNew(ctx, list, announced, not30, provide); err != nil || !slices.Equal(provided, keys(20, 40, 50)) {
+		t.Fatalf("with one not picked: announced %x (%v), want the others", provided, err)
+	}
+}
+
+// About ckptAnnouncers of a swarm's voters announce each checkpoint, a different few for
+// each, and every voter of a swarm of at most ckptAnnouncers does.
+func TestCheckpointAnnouncersAreAFewVoters(t *testing.T) {
+	const voters, roots = 16, 400
+	ids := make([]string, voters)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("12D3KooWvoter%02d", i)
+	}
+	total, none, first := 0, 0, map[string]bool{}
+	for r := range roots {
+		root := sha256.Sum256([]byte(fmt.Sprint("root ", r)))
+		n := 0
+		for _, id := range ids {
+			if announces(root, id, voters) {
+				n++
+				if n == 1 {
+					first[id] = true
+				}
+			}
+			if !announces(root, id, ckptAnnouncers) {
+				t.Fatalf("a voter of %d did not announce", ckptAnnouncers)
+			}
+		}
+		total += n
+		if n == 0 {
+			none++
+		}
+	}
+	// Binomial(16, 1/4) per root: mean 4, and no announcer with probability 1%.
+	if mean := float64(total) / roots; mean < 3.5 || mean > 4.5 {
+		t.Fatalf("%.2f announcers a checkpoint on average, want about %d", mean, ckptAnnouncers)
+	}
+	if none > roots/20 {
+		t.Fatalf("%d of %d checkpoints announced by no voter", none, roots)
+	}
+	if len(first) < voters/2 {
+		t.Fatalf("the same few voters announce: only %d of %d ever first", len(first), voters)
 	}
 }
