@@ -125,6 +125,10 @@ func newAgreement() *agreement {
 // keeps the ledger states of that many rounds to close them again (store.KeptStates).
 const MaxRepairLag = 16
 
+// RepairLag is how many closed rounds a waiting repair of a node whose repair depth is
+// depth keeps open: twice the depth, at most MaxRepairLag, and never fewer than the depth.
+func RepairLag(depth uint64) uint64 { return max(depth, min(2*depth, MaxRepairLag)) }
+
 // repairFrom is the oldest round open to repair: rounds closed at most Depth ago, and
 // while a repair waits for shards, the rounds from the one it starts at, at most
 // 2·Depth ago (peers keep the shards of that many rounds to serve: node.keptFrom) and
@@ -144,8 +148,7 @@ func (c *Core) repairFrom() uint64 { return c.repairFromAt(c.nextClose) }
 func (c *Core) repairFromAt(next uint64) uint64 {
 	from := next - min(next, c.cfg.Depth)
 	if w := c.agree.wait; w != nil && w.from < from {
-		lag := max(c.cfg.Depth, min(2*c.cfg.Depth, MaxRepairLag))
-		from = max(w.from, next-min(next, lag))
+		from = max(w.from, next-min(next, RepairLag(c.cfg.Depth)))
 	}
 	return from
 }
