@@ -11,7 +11,6 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
-	"github.com/lowband/lowband/verify"
 )
 
 // DefaultDepth is how many closed rounds stay open to repair when Config.Depth is 0.
@@ -101,11 +100,11 @@ type closedRound struct {
 	pre     round.State       // the model state before the close (pre.Round is the round)
 	ledger  *incentives.State // the ledger in force at its start
 	held    map[string]*heldContribution
-	record  *incentives.Record       // this node's committed record (after repairs)
-	own     *incentives.Record       // the record this node published: its vote
-	vote    Message                  // and the message that carried it
-	basis   [32]byte                 // fingerprint of the list the state was last closed from
-	fetched map[string]*verify.Shard // of entries a repair waits for, by shardKey
+	record  *incentives.Record      // this node's committed record (after repairs)
+	own     *incentives.Record      // the record this node published: its vote
+	vote    Message                 // and the message that carried it
+	basis   [32]byte                // fingerprint of the list the state was last closed from
+	fetched map[string]fetchedShard // of entries a repair waits for, by shardKey
 }
 
 // heldContribution is a contribution this node holds for a closed round, with the CIDs of
