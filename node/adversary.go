@@ -32,6 +32,7 @@ const (
 	AdvIPM        = "ipm"                // Δ' = −ε·μ (inner-product manipulation)
 	AdvStale      = "stale"              // Δ' = its pseudo-gradient of staleRounds rounds before
 	AdvFreeRide   = "free-ride"          // Δ' = 0: contributes nothing, hopes to earn
+	AdvCopy       = "free-ride-copy"     // signs and sends a copy of another peer's contribution
 	AdvNaN        = "nan"                // its shards carry a NaN, signed by its epoch key
 	AdvEquivocate = "equivocate"         // a second, different, valid shard for each slot
 	AdvForged     = "forged-attestation" // its bundle's evidence does not verify
@@ -41,7 +42,7 @@ const (
 
 // AdversaryKinds lists every kind, statistical ones first.
 var AdversaryKinds = []string{AdvSignFlip, AdvScaled, AdvNoise, AdvALIE, AdvIPM, AdvStale, AdvFreeRide,
-	AdvNaN, AdvEquivocate, AdvForged, AdvReplay, AdvSilent}
+	AdvCopy, AdvNaN, AdvEquivocate, AdvForged, AdvReplay, AdvSilent}
 
 // ErrAdversariesNotAllowed is returned (wrapped) when a node is asked to run an adversary
 // mode on a network whose spec does not allow them.
@@ -93,6 +94,7 @@ type adversary struct {
 	seen   [][]float64           // its last pseudo-gradients, oldest first (trainer goroutine)
 	signer core.Signer           // the signer in use (loop goroutine)
 	held   map[uint64][][]byte   // replay: own shards by round, not published (loop goroutine)
+	copy   *copier               // free-ride-copy: others' shards and its rounds held back
 	mu     sync.Mutex            // guards made and order
 	made   map[[32]byte]struct{} // hashes of messages it crafted
 	order  [][32]byte            // of made, oldest first
@@ -107,6 +109,9 @@ func newAdversary(kind string, identity crypto.PrivKey, s *configs.Spec, cfg con
 	}
 	a := &adversary{kind: kind, id: id, self: id.String(), identity: identity, network: s.NetworkID(), run: s.Run,
 		max: s.Training.Compression.MaxShardBytes, held: map[uint64][][]byte{}, made: map[[32]byte]struct{}{}}
+	if kind == AdvCopy {
+		a.copy = newCopier()
+	}
 	if kind == AdvForged {
 		if a.forged, err = forgedProducer(cfg, home, s.Attest); err != nil {
 			return nil, err
@@ -129,13 +134,18 @@ func (a *adversary) install(l *loop) {
 
 // validators wraps the node's validators: a message the node crafted and publishes itself
 // is let through unchecked (its own checks would refuse it, and pubsub would not send it).
+// A copier sees each shard they accept.
 func (a *adversary) validators(vs map[string]p2p.Validator) {
 	for kind, v := range vs {
 		vs[kind] = func(ctx context.Context, fwd peer.ID, data []byte) p2p.Result {
 			if fwd == a.id && a.crafted(data) {
 				return p2p.Accept
 			}
-			return v(ctx, fwd, data)
+			r := v(ctx, fwd, data)
+			if r == p2p.Accept && kind == p2p.KindShards && a.copy != nil {
+				a.observe(data)
+			}
+			return r
 		}
 	}
 }
@@ -189,7 +199,13 @@ func (a *adversary) publish(ctx context.Context, publish publishFunc, kind strin
 	if kind != p2p.KindShards {
 		return publish(ctx, kind, data)
 	}
-	out, err := a.shards(data)
+	var out [][]byte
+	var err error
+	if a.kind == AdvCopy {
+		out, err = a.copyOwn(ctx, publish, data)
+	} else {
+		out, err = a.shards(data)
+	}
 	if err != nil {
 		return fmt.Errorf("adversary %s: %w", a.kind, err)
 	}

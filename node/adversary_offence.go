@@ -9,8 +9,9 @@ package node
 // decides, alike on every honest node. What equivocating costs is the slash. (A rule by
 // which evidence learned after a close took the contribution out again would let the
 // equivocator, releasing that evidence as the round leaves some nodes' repair windows and
-// not others', split them.) The statistical kinds and stale, free-ride and silent send
-// nothing bad by rule either: what they send is well formed and may be aggregated.
+// not others', split them.) The statistical kinds and stale, free-ride, free-ride-copy
+// and silent send nothing bad by rule either: what they send is well formed and may be
+// aggregated (a copier's contribution is another peer's, under its own name).
 func BadIn(kind string) bool {
 	switch kind {
 	case AdvNaN, AdvForged, AdvReplay:

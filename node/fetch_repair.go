@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -18,7 +19,8 @@ type repairWant struct {
 	round uint64
 	peer  string
 	cid   []byte
-	count uint32 // how many shards the entry lists (0: not checked)
+	count uint32   // how many shards the entry lists (0: not checked)
+	taken []uint32 // indexes the entry's other shards hold (core.Want.Taken)
 	peers []peer.ID
 }
 
@@ -115,6 +117,16 @@ func (f *fullChecks) repairShard(ctx context.Context, from peer.ID, w repairWant
 	}
 	if err := f.checkDue(s); err != nil {
 		return p2p.Reject, reasonDue
+	}
+	if slices.Contains(w.taken, s.Header.Index) {
+		// Another of the entry's payloads holds that slot: the two do not join (the node
+		// would close the round without the entry), and the signer signed both for one
+		// slot, which proves an equivocation when the store holds the other. The next peer
+		// is asked.
+		if f.content.differs(s) && f.content.put(s, data) == putConflict {
+			f.equivocation(s, hb)
+		}
+		return p2p.Ignore, reasonDecode
 	}
 	if f.content.put(s, data) == putConflict {
 		f.equivocation(s, hb) // the other version of a slot: proof, though a repair wanted it

@@ -208,20 +208,29 @@ func (n *Node) probeHead(ctx context.Context) *resyncCause {
 // alone, or was cut off for longer than the window). One more ask of the voters, made only
 // once a look found the node diverged.
 func (j *joiner) settledApart(ctx context.Context, r, repairFrom uint64, led *incentives.State) bool {
-	// A peer at head r whose repair waits keeps up to lag rounds open (core.repairFromAt):
-	// a round inside that reach may still be closed again by the majority.
-	d := repairDepth(j.n.opts.Spec)
-	lag := max(d, min(2*d, core.MaxRepairLag))
-	if r < lag || repairFrom == 0 {
+	u, ok := settledRound(r, repairFrom, repairDepth(j.n.opts.Spec))
+	if !ok {
 		return false
 	}
-	u := min(r-lag, repairFrom-1)
 	own, err := j.n.ledger.st.Record(u)
 	if err != nil || own == nil {
 		return false
 	}
 	theirs, _, err := majorityOf(j.committed(ctx, u), led, u)
 	return err == nil && !bytes.Equal(theirs.Marshal(), own.Marshal())
+}
+
+// settledRound is the latest round that neither a peer at head r nor this node, whose
+// window starts at repairFrom, may still close again, both of repair depth depth; false
+// when there is none. A peer at r whose repair waits keeps open the rounds from
+// r + 1 − core.RepairLag(depth) on (core.repairFromAt, once r + 1 is its next to close), so
+// round r − lag is the latest out of its reach; this node's is repairFrom − 1.
+func settledRound(r, repairFrom, depth uint64) (uint64, bool) {
+	lag := core.RepairLag(depth)
+	if r < lag || repairFrom == 0 {
+		return 0, false
+	}
+	return min(r-lag, repairFrom-1), true
 }
 
 // lookHeads asks the voters among j.peers (led's power first) for their heads. When the

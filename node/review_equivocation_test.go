@@ -187,3 +187,51 @@ func TestRepairFetchOfTheOtherVersionProves(t *testing.T) {
 		t.Fatalf("the gossip copy: %d shards and %d evidence items to the loop, %d published in all", s, e, len(ft.published))
 	}
 }
+
+// TestRepairAnswerInASlotTheEntryHoldsRefusedAndProves: a repair holds shard 0 of a
+// two-shard entry and asks for its other CID with index 0 taken (core.Want.Taken); the
+// signer answers with that payload under index 0 as well. The answer is refused (it would
+// not join: the node would close the round without the entry) and not handed to the loop,
+// and the two shards, both signed by the signer for slot 0, are the equivocation's
+// evidence; the payload under index 1, from the next peer, is taken.
+func TestRepairAnswerInASlotTheEntryHoldsRefusedAndProves(t *testing.T) {
+	ft := newFullTest(t, 16, nil)
+	mallory := ft.fx.Bundle("mallory", "")
+	ft.holdBundle(mallory)
+	ft.f.setView(core.View{NextClose: 11, NextLocal: 12, Window: 2, RepairFrom: 8})
+	b, err := verify.UnmarshalBundle(mallory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh := b.Hash()
+	sign := func(index uint32, payload string) *verify.Shard {
+		h := verify.ShardHeader{Network: ft.fx.Network, Run: ft.fx.Run, Round: 10, Peer: b.PeerID, Index: index, Count: 2, BundleHash: bh[:]}
+		s, err := verify.SignShard(ft.fx.Key("mallory"), h, []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first, clash, second := sign(0, "payload 0"), sign(0, "payload 1"), sign(1, "payload 1")
+	want := func(s *verify.Shard, taken ...uint32) repairWant {
+		return repairWant{round: 10, peer: b.PeerID, cid: s.Header.PayloadCID, count: 2, taken: taken}
+	}
+	if r, reason := ft.f.repairShard(t.Context(), "", want(first), marshalShard(t, first)); r != p2p.Accept {
+		t.Fatalf("the entry's shard 0: %v %s", r, reason)
+	}
+	if s, e := ft.events(); s != 1 || e != 0 {
+		t.Fatalf("the entry's shard 0: %d shards and %d evidence items to the loop", s, e)
+	}
+	if r, reason := ft.f.repairShard(t.Context(), "", want(clash, 0), marshalShard(t, clash)); r != p2p.Ignore || reason != reasonDecode {
+		t.Fatalf("the other payload under index 0: %v %s, want it refused", r, reason)
+	}
+	if s, e := ft.events(); s != 0 || e != 1 || len(ft.published) != 1 {
+		t.Fatalf("the other payload under index 0: %d shards and %d evidence items to the loop, %d published; want the evidence alone", s, e, len(ft.published))
+	}
+	if r, reason := ft.f.repairShard(t.Context(), "", want(second, 0), marshalShard(t, second)); r != p2p.Accept {
+		t.Fatalf("the payload under index 1: %v %s", r, reason)
+	}
+	if s, e := ft.events(); s != 1 || e != 0 {
+		t.Fatalf("the payload under index 1: %d shards and %d evidence items to the loop", s, e)
+	}
+}

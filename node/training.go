@@ -370,7 +370,7 @@ func (n *Node) fetchWants(_ context.Context, wants []core.Want) {
 		}
 		switch {
 		case w.CID != nil:
-			n.checks.wantCID(repairWant{round: w.Round, peer: w.Peer, cid: w.CID, count: w.Count, peers: order})
+			n.checks.wantCID(repairWant{round: w.Round, peer: w.Peer, cid: w.CID, count: w.Count, taken: w.Taken, peers: order})
 		case !slotsFull:
 			// With MaxAsync fetches in flight the other slots wait for the next round.
 			slotsFull = !n.checks.wantShard(order, slot{round: w.Round, peer: w.Peer, index: w.Index})

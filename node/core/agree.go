@@ -11,7 +11,6 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/training/compress"
 	"github.com/lowband/lowband/training/round"
-	"github.com/lowband/lowband/verify"
 )
 
 // DefaultDepth is how many closed rounds stay open to repair when Config.Depth is 0.
@@ -101,11 +100,11 @@ type closedRound struct {
 	pre     round.State       // the model state before the close (pre.Round is the round)
 	ledger  *incentives.State // the ledger in force at its start
 	held    map[string]*heldContribution
-	record  *incentives.Record       // this node's committed record (after repairs)
-	own     *incentives.Record       // the record this node published: its vote
-	vote    Message                  // and the message that carried it
-	basis   [32]byte                 // fingerprint of the list the state was last closed from
-	fetched map[string]*verify.Shard // of entries a repair waits for, by shardKey
+	record  *incentives.Record      // this node's committed record (after repairs)
+	own     *incentives.Record      // the record this node published: its vote
+	vote    Message                 // and the message that carried it
+	basis   [32]byte                // fingerprint of the list the state was last closed from
+	fetched map[string]fetchedShard // of entries a repair waits for, by shardKey
 }
 
 // heldContribution is a contribution this node holds for a closed round, with the CIDs of
@@ -124,6 +123,10 @@ func newAgreement() *agreement {
 // MaxRepairLag bounds how many closed rounds a waiting repair keeps open: the store
 // keeps the ledger states of that many rounds to close them again (store.KeptStates).
 const MaxRepairLag = 16
+
+// RepairLag is how many closed rounds a waiting repair of a node whose repair depth is
+// depth keeps open: twice the depth, at most MaxRepairLag, and never fewer than the depth.
+func RepairLag(depth uint64) uint64 { return max(depth, min(2*depth, MaxRepairLag)) }
 
 // repairFrom is the oldest round open to repair: rounds closed at most Depth ago, and
 // while a repair waits for shards, the rounds from the one it starts at, at most
@@ -144,8 +147,7 @@ func (c *Core) repairFrom() uint64 { return c.repairFromAt(c.nextClose) }
 func (c *Core) repairFromAt(next uint64) uint64 {
 	from := next - min(next, c.cfg.Depth)
 	if w := c.agree.wait; w != nil && w.from < from {
-		lag := max(c.cfg.Depth, min(2*c.cfg.Depth, MaxRepairLag))
-		from = max(w.from, next-min(next, lag))
+		from = max(w.from, next-min(next, RepairLag(c.cfg.Depth)))
 	}
 	return from
 }

@@ -146,7 +146,7 @@ func (s *swarm) referenceState(n *node, weights map[string]float64) round.State 
 	s.t.Helper()
 	cfg := roundConfig(n.id)
 	cfg.Weight = weights[n.id]
-	m, err := round.New(cfg, round.State{Params: theta0()})
+	m, err := round.New(cfg, round.State{Params: s.model()})
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -114,6 +114,10 @@ type Want struct {
 	// Count, with CID, is how many shards the entry lists: the shard's header must count
 	// as many (a signer may sign one payload under other counts and indexes).
 	Count uint32
+	// Taken, with CID, are the indexes that the entry's other shards, already fetched and
+	// each under the index its payload was cut for, hold: a shard of CID under one of them
+	// does not join with them (its signer signed two of the entry's payloads for one slot).
+	Taken []uint32
 }
 
 // Commit is what a closed round changes in the store, in one transaction.

@@ -210,7 +210,7 @@ func (c *Core) await(from uint64, missing []wantedAt) []Want {
 		cr := c.agree.closed[m.round]
 		for _, cid := range m.cids {
 			k := wantKey(m.round, m.peer, cid)
-			if _, dup := w.cids[k]; dup || cr.fetched[shardKey(m.peer, cid)] != nil {
+			if _, dup := w.cids[k]; dup || cr.fetched[shardKey(m.peer, cid)].s != nil {
 				continue
 			}
 			w.cids[k] = m
@@ -218,7 +218,7 @@ func (c *Core) await(from uint64, missing []wantedAt) []Want {
 				w.need++
 			}
 			if old == nil || !old.asked(k) {
-				out = append(out, Want{Round: m.round, Peer: m.peer, CID: bytes.Clone(cid), Count: uint32(len(m.cids))})
+				out = append(out, cr.want(m, cid))
 			}
 		}
 	}
@@ -231,20 +231,75 @@ func (w *waiting) asked(k string) bool {
 	return ok
 }
 
-// wants asks again for every CID the repair waits for, in round and CID order.
-func (w *waiting) wants() []Want {
+// waitWants asks again for every CID the repair w waits for, in round and CID order.
+func (c *Core) waitWants(w *waiting) []Want {
 	keys := slices.Sorted(maps.Keys(w.cids))
 	out := make([]Want, 0, len(keys))
 	for _, k := range keys {
 		m := w.cids[k]
-		out = append(out, Want{Round: m.round, Peer: m.peer, CID: []byte(k[8+len(m.peer)+1:]), Count: uint32(len(m.cids))})
+		out = append(out, c.agree.closed[m.round].want(m, []byte(k[8+len(m.peer)+1:])))
 	}
 	return out
+}
+
+// fetchedShard is a shard fetched for a repair, and whether its header's index is the part
+// its payload was cut for (placed), as a core signs its own.
+type fetchedShard struct {
+	s      *verify.Shard
+	placed bool
+}
+
+// placed reports whether s's header index is its payload's part.
+func placed(s *verify.Shard, lim compress.Limits) bool {
+	m, err := compress.DecodeShard(s.Payload, lim)
+	if err != nil {
+		return false
+	}
+	part, _ := m.Part()
+	return part == int(s.Header.Index)
+}
+
+// want is the Want of the CID cid of entry e of round cr: with the indexes of its other
+// fetched shards that sit where their payloads were cut for (none once cr is let go).
+func (cr *closedRound) want(e wantedAt, cid []byte) Want {
+	w := Want{Round: e.round, Peer: e.peer, CID: bytes.Clone(cid), Count: uint32(len(e.cids))}
+	if cr == nil {
+		return w
+	}
+	for _, other := range e.cids {
+		if f := cr.fetched[shardKey(e.peer, other)]; f.s != nil && f.placed && !bytes.Equal(other, cid) {
+			w.Taken = append(w.Taken, f.s.Header.Index)
+		}
+	}
+	slices.Sort(w.Taken)
+	return w
+}
+
+// clash returns the shard fetched for another of e's CIDs under s's index, if any.
+func (cr *closedRound) clash(e wantedAt, s *verify.Shard) (cid []byte, f fetchedShard) {
+	for _, other := range e.cids {
+		if bytes.Equal(other, s.Header.PayloadCID) {
+			continue
+		}
+		if f := cr.fetched[shardKey(e.peer, other)]; f.s != nil && f.s.Header.Index == s.Header.Index {
+			return other, f
+		}
+	}
+	return nil, fetchedShard{}
 }
 
 // repairShard takes a shard of a closed round inside the window: only when a pending
 // repair wants its CID for that round and peer. When the entry's shards are all in, they
 // are joined (JoinShards) and held; when nothing more is wanted, the repair runs again.
+//
+// A shard under an index that a shard fetched for another of the entry's CIDs has already
+// cannot join with it: the signer signed two of the entry's payloads for one slot (an
+// equivocation, which the node's content store proves when both pass through it), and
+// the majority that listed the entry joined it from shards under distinct indexes, which
+// other peers serve. Of the two, the one whose index is the part its payload was cut for
+// stays (a core signs every shard so), else the first; the other's CID is asked for again,
+// with the indexes taken, so that an answer under one of them is refused and the next
+// peer asked.
 func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 	w := c.agree.wait
 	if w == nil {
@@ -258,29 +313,52 @@ func (c *Core) repairShard(s *verify.Shard) (Ready, error) {
 	}
 	cr := c.agree.closed[h.Round]
 	if cr.fetched == nil {
-		cr.fetched = map[string]*verify.Shard{}
+		cr.fetched = map[string]fetchedShard{}
 	}
-	cr.fetched[shardKey(h.Peer, h.PayloadCID)] = s
+	in := fetchedShard{s: s, placed: placed(s, c.cfg.Limits)}
+	cid, old := cr.clash(want, s)
+	if old.s != nil {
+		if !in.placed || old.placed {
+			// Asked for again at once when the fetch will refuse this answer; else at the
+			// next close, as a repair's wants are (the same answer would come back).
+			if again := cr.want(want, h.PayloadCID); slices.Contains(again.Taken, h.Index) {
+				return Ready{Fetch: []Want{again}}, nil
+			}
+			return Ready{}, nil
+		}
+		delete(cr.fetched, shardKey(h.Peer, cid)) // misplaced: wanted again once s is in
+		w.cids[wantKey(h.Round, h.Peer, cid)] = want
+		if want.need {
+			w.need++
+		}
+	}
+	cr.fetched[shardKey(h.Peer, h.PayloadCID)] = in
 	delete(w.cids, k)
 	if want.need {
 		w.need--
 	}
 	cr.join(want, c.cfg.Limits)
-	if w.need > 0 {
-		return Ready{}, nil
+	var again []Want
+	if old.s != nil {
+		again = []Want{cr.want(want, cid)}
 	}
-	return c.reconcile(w.from)
+	if w.need > 0 {
+		return Ready{Fetch: again}, nil
+	}
+	rd, err := c.reconcile(w.from)
+	rd.Fetch = append(rd.Fetch, again...)
+	return rd, err
 }
 
 // join holds the entry's contribution once every one of its shards was fetched.
 func (cr *closedRound) join(e wantedAt, lim compress.Limits) {
 	shards := make([]*verify.Shard, 0, len(e.cids))
 	for _, cid := range e.cids {
-		s := cr.fetched[shardKey(e.peer, cid)]
-		if s == nil {
+		f := cr.fetched[shardKey(e.peer, cid)]
+		if f.s == nil {
 			return
 		}
-		shards = append(shards, s)
+		shards = append(shards, f.s)
 	}
 	h := &heldContribution{peer: e.peer, cids: e.cids}
 	if ct, err := JoinShards(shards, lim); err == nil && slices.EqualFunc(shardCIDs(shards), e.cids, bytes.Equal) {
@@ -298,7 +376,7 @@ func (cr *closedRound) join(e wantedAt, lim compress.Limits) {
 // for what it still waits for.
 func (c *Core) settle(r uint64, rd *Ready) error {
 	if w := c.agree.wait; w != nil {
-		rd.Fetch = append(rd.Fetch, w.wants()...)
+		rd.Fetch = append(rd.Fetch, c.waitWants(w)...)
 		return nil
 	}
 	redos, missing, err := c.replay(r)

@@ -102,6 +102,8 @@ type swarm struct {
 	manual bool
 	// edit, if set, changes every core's round configuration (see newSwarmEdit).
 	edit func(*round.Config)
+	// model makes θ_0 (theta0 unless newSwarmModel says otherwise).
+	model func() []training.Tensor
 }
 
 type delivery struct {
@@ -125,9 +127,15 @@ func newSwarmWith(t *testing.T, seed uint64, params incentives.Params, names []s
 // newSwarmEdit is newSwarmWith whose cores' round configuration edit changes.
 func newSwarmEdit(t *testing.T, seed uint64, params incentives.Params, names []string, stakes []uint64, extra []incentives.Stake, edit func(*round.Config)) *swarm {
 	t.Helper()
+	return newSwarmModel(t, seed, params, names, stakes, extra, edit, theta0)
+}
+
+// newSwarmModel is newSwarmEdit on the model model makes instead of theta0.
+func newSwarmModel(t *testing.T, seed uint64, params incentives.Params, names []string, stakes []uint64, extra []incentives.Stake, edit func(*round.Config), model func() []training.Tensor) *swarm {
+	t.Helper()
 	s := &swarm{t: t, fx: incentivestest.New(testNetwork, testRun), bundles: map[string][]byte{},
 		rng: rand.New(rand.NewPCG(seed, 7)), now: t0,
-		records: map[string][][]byte{}, shards: map[string][][]byte{}, edit: edit}
+		records: map[string][][]byte{}, shards: map[string][][]byte{}, edit: edit, model: model}
 	g := incentives.Genesis{Stakes: slices.Clone(extra)}
 	for i, n := range names {
 		if stakes[i] > 0 {
@@ -139,7 +147,7 @@ func newSwarmEdit(t *testing.T, seed uint64, params incentives.Params, names []s
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.nodes = append(s.nodes, &node{name: n, id: incentivestest.PeerID(n), core: s.newCore(n, round.State{Params: theta0()}, ledger)})
+		s.nodes = append(s.nodes, &node{name: n, id: incentivestest.PeerID(n), core: s.newCore(n, round.State{Params: model()}, ledger)})
 	}
 	return s
 }
@@ -434,7 +442,7 @@ func (s *swarm) reference(n *node, weights map[string]float64) [32]byte {
 	s.t.Helper()
 	cfg := roundConfig(n.id)
 	cfg.Weight = weights[n.id]
-	m, err := round.New(cfg, round.State{Params: theta0()})
+	m, err := round.New(cfg, round.State{Params: s.model()})
 	if err != nil {
 		s.t.Fatal(err)
 	}
