@@ -132,10 +132,13 @@ const GossipHistory = 3
 // IHAVE to (GossipFactor, a quarter of them, when more). Gossipsub's default is 6. In a
 // small swarm every peer outside the mesh got each message from its publisher already
 // (flood publish), and the minimum alone decides what IHAVE costs: in a 16-node swarm, 7
-// peers outside a mesh of 8, 6 of them named each ID in 3 heartbeats. In a large swarm a
-// quarter of the peers outside the mesh is more than either minimum, so this changes
-// nothing there, where IHAVE is how a node that lost messages gets them back.
-const GossipLazy = 3
+// peers outside a mesh of 8, 6 of them named each ID in 3 heartbeats (17-20 KB a node and
+// round), 3 of them 7-9 KB of the node's 115-120 KB, 2 of them two thirds of that. From
+// about 21 nodes (a mesh of 8) a quarter of the peers outside the mesh is 3 or more, so
+// this changes nothing there, where IHAVE is how a node that lost messages
+// gets them back; in a smaller one the publisher sent every peer each message, and a lost
+// shard is fetched (the round asks for the slots it misses).
+const GossipLazy = 2
 
 func (h *Host) startGossip() error {
 	params := pubsub.DefaultGossipSubParams()
