@@ -153,3 +153,79 @@ func TestAddressChangeLooksUpOwnKey(t *testing.T) {
 	}
 	wait("a lookup after the addresses changed", func() bool { return lookups() >= 2 })
 }
+
+// A full refresh of a table holding fewer than K peers is one lookup of the host's own key
+// when that lookup ends with fewer than K peers: it asked every DHT node in reach, and the
+// buckets' lookups, one each, could find no one more. The bootstrap counts the lookups the
+// host sends it, of its own key and of others.
+func TestFullRefreshOfASmallSwarmIsOneLookup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	boot, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer boot.Close()
+	var (
+		mu          sync.Mutex
+		own, others int // lookups by the host: of its own key, of other keys
+		host        peer.ID
+	)
+	d, err := dht.New(ctx, boot, dht.ProtocolPrefix(DHTPrefix("test-0000")), dht.Mode(dht.ModeServer),
+		dht.OnRequestHook(func(_ context.Context, s network.Stream, m *dhtpb.Message) {
+			mu.Lock()
+			defer mu.Unlock()
+			if m.GetType() != dhtpb.Message_FIND_NODE || s.Conn().RemotePeer() != host {
+				return
+			}
+			if string(m.GetKey()) == string(host) {
+				own++
+			} else {
+				others++
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	cfg := func(c *Config) {
+		c.Bootstrap = []peer.AddrInfo{{ID: boot.ID(), Addrs: boot.Addrs()}}
+		c.ConnLow, c.ConnHigh = 1, 8 // no rendezvous lookups
+		c.DHTMode = DHTServer
+	}
+	for range 3 {
+		startHost(ctx, t, cfg)
+	}
+	keyOf := make(chan peer.ID, 1)
+	h := startHost(ctx, t, func(c *Config) {
+		cfg(c)
+		id, err := peer.IDFromPrivateKey(c.Identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		host = id
+		mu.Unlock()
+		keyOf <- id
+	})
+	<-keyOf
+	counts := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return own, others
+	}
+	for o, _ := counts(); o == 0 || h.RoutingTableSize() < 2; o, _ = counts() {
+		if ctx.Err() != nil {
+			t.Fatalf("no join: %d lookups of the host's own key, a table of %d", o, h.RoutingTableSize())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * tableCheckEvery) // the loop's own lookups are over
+	own0, others0 := counts()
+	if err := h.refresh(true); err != nil {
+		t.Fatal(err)
+	}
+	if o, x := counts(); o-own0 != 1 || x != others0 {
+		t.Fatalf("a full refresh of a table of %d sent the bootstrap %d lookups of the host's own key and %d of others, want 1 and 0", h.RoutingTableSize(), o-own0, x-others0)
+	}
+}
