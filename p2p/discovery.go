@@ -27,9 +27,10 @@ const (
 	// table and addresses stay as they were. A provider record lives 48 hours on the
 	// DHT nodes that took it (kad-dht's provide validity); an advertisement is a lookup
 	// of the nearest peers, each answering with its own nearest, and a record put on
-	// each: in a swarm of 16 that started together, every host's advertising every ten
-	// minutes cost each about 40 KB in the round they fell in. An hour still puts the
-	// record on nodes that came near the key since, long before the old ones drop it.
+	// each: in a swarm of 16 that started together, the hosts' advertisements and table
+	// refreshes, all ten minutes in, cost each host 70-90 KB in each of three rounds. An
+	// hour still puts the record on nodes that came near the key since, long before the
+	// old ones drop it.
 	readvertiseEvery = time.Hour
 	// emptyRetry is the first wait before retrying an advertisement that failed
 	// (typically because the routing table was still empty); it doubles up to
@@ -130,8 +131,8 @@ func readvertise(was, now int, since time.Duration) bool {
 // with enough connections does not look: every lookup costs the DHT nodes nearest
 // the rendezvous key a reply listing every advertised peer. An idle host (its last
 // look found every advertised peer connected, after its own advertisement landed:
-// nextFind) looks near instead (nearLook), at a tenth of a lookup's bytes in a swarm
-// of 16; a near look that finds someone new makes the next look a whole lookup again.
+// nextFind) looks near instead (nearLook), at an eighth of a lookup's bytes in a
+// swarm of 16; a near look that finds someone new makes the next look a whole lookup again.
 func (h *Host) findPeersLoop() {
 	defer h.wg.Done()
 	wait, lastFound, idle := findFirst, 0, false
