@@ -225,7 +225,9 @@ func TestFullRefreshOfASmallSwarmIsOneLookup(t *testing.T) {
 	if err := h.refresh(true); err != nil {
 		t.Fatal(err)
 	}
-	if o, x := counts(); o-own0 != 1 || x != others0 {
-		t.Fatalf("a full refresh of a table of %d sent the bootstrap %d lookups of the host's own key and %d of others, want 1 and 0", h.RoutingTableSize(), o-own0, x-others0)
+	// The host's loop may look its own key up meanwhile (its addresses changed): the
+	// buckets' lookups, of other keys, are what a census spares.
+	if o, x := counts(); o-own0 < 1 || x != others0 {
+		t.Fatalf("a full refresh of a table of %d sent the bootstrap %d lookups of the host's own key and %d of others, want at least 1 and 0", h.RoutingTableSize(), o-own0, x-others0)
 	}
 }
