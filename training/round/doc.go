@@ -75,6 +75,15 @@
 // energy), and a node's own is a noisy estimate of the mean, so γ is kept below the outer
 // lr. Like the eager start it changes only the node's private start, never θ.
 //
+// # The own message in the start
+//
+// With Config.StartSent σ (the eager start only), the start also subtracts σ times the
+// node's own message of round t as every receiver decodes it: θ_t − α·Δ_t − σ·m_t − γ·r.
+// What θ_{t+1} will add is the outer lr times the mean of the nodes' messages of round t,
+// of which a node holds only its own (Δ_t is its raw progress, m_t what of Δ_t and its
+// earlier residual the message's factors carry). The node keeps m_t with
+// Δ_t in its local state, so that a restart starts from the same point.
+//
 // # Reproducibility
 //
 // Every node that closes round t with the same inclusion list and the same contribution bytes
