@@ -66,9 +66,6 @@ type TrainOptions struct {
 	// StartResidual is round.Config.StartResidual of both compressed modes: the weight of a
 	// worker's error-feedback residual subtracted from its start (0: none).
 	StartResidual float64
-	// StartLast is round.Config.StartLast of both compressed modes: the weight of the last
-	// outer step added to a worker's start (0: none).
-	StartLast float64
 	// StartSent is the delayed mode's round.Config.StartSent (with the eager start): the
 	// weight of a worker's own last message, as decoded, subtracted from its start.
 	StartSent float64

@@ -43,7 +43,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if opt.TargetRatio > 0 {
 			cc.ByteBudget, cc.FirstBudget = byteBudget(theta0, opt.TargetRatio), opt.FirstBudget
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, StartResidual: opt.StartResidual, StartLast: opt.StartLast, StartSent: sent, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, StartResidual: opt.StartResidual, StartSent: sent, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err

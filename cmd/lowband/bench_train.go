@@ -51,7 +51,6 @@ func benchTrainCommand() *cli.Command {
 			&cli.StringFlag{Name: "delay-start", Value: round.StartGlobal, Usage: "start point of the delayed mode's local work: global or eager"},
 			&cli.Float64Flag{Name: "delay-mix", Usage: "with --delay-start eager: the weight in [0, 1] of a node's own last pseudo-gradient in its start (0: the outer lr times its share, the eager update)"},
 			&cli.Float64Flag{Name: "start-residual", Usage: "compressed modes: the weight in [0, 1] of a worker's error-feedback residual subtracted from its start (0: none)"},
-			&cli.Float64Flag{Name: "start-last", Usage: "compressed modes: the weight in [0, 1] of the last outer step added to a worker's start (0: none)"},
 			&cli.Float64Flag{Name: "start-sent", Usage: "with --delay-start eager: the weight in [0, 1] of a worker's own last message, as decoded, subtracted from its start (0: none)"},
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
@@ -61,7 +60,6 @@ func benchTrainCommand() *cli.Command {
 			&cli.StringFlag{Name: "codec", Usage: "codec of the compressed modes: lowrank (default) or topk (the largest values of the model with their indices, under --target-ratio's budget)"},
 			&cli.IntFlag{Name: "dense-every", Usage: "send the tensors that are not low-rank (biases) every N-th round in rotation, with all they accumulated (0 or 1: every round)"},
 			&cli.IntFlag{Name: "block-size", Usage: "values sharing one quantisation scale, even, in [8, 4096] (a multiple of 4 with --factor-bits 2) (0: 64)"},
-			&cli.Float64Flag{Name: "alloc-power", Usage: "with --target-ratio: weigh each matrix's estimated component energies by its input energy to this power's negative, in [0, 1] (0: most energy per byte; 1: largest share of each matrix's energy per byte)"},
 			&cli.IntFlag{Name: "fragments", Usage: "split the low-rank matrices into N groups sent in turn, one group a round at the whole byte budget, the others accumulating in error feedback (0 or 1: every matrix every round)"},
 			&cli.IntFlag{Name: "shared-rank", Usage: "undelayed compressed mode: send each matrix as coordinates on up to N columns of a basis every node derives from the last aggregate, plus --rank-min private terms (0: off)"},
 			&cli.IntFlag{Name: "shared-power-iters", Usage: "with --shared-rank: power iterations of each basis' derivation, -1 (none: two products of each matrix with a sketch of it) or 1 (three) (0: 1)"},
@@ -155,10 +153,9 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.MinLowRank, o.Compress.FactorBits = c.Int("min-low-rank"), c.Int("factor-bits")
 	o.Compress.PowerIters, o.DelayMix = c.Int("power-iters"), c.Float64("delay-mix")
 	o.StartResidual = c.Float64("start-residual")
-	o.StartLast, o.StartSent = c.Float64("start-last"), c.Float64("start-sent")
+	o.StartSent = c.Float64("start-sent")
 	o.Compress.DenseEvery, o.Compress.Codec = c.Int("dense-every"), c.String("codec")
 	o.Compress.Fragments = c.Int("fragments")
-	o.Compress.AllocPower = c.Float64("alloc-power")
 	if b := c.Int("block-size"); b != 0 {
 		o.Compress.BlockSize = b
 	}

@@ -3,7 +3,6 @@ package compress
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -227,12 +226,6 @@ func (e *Encoder) choice(t Tensor, energy float64) rankChoice {
 		f = min(f, left)
 		left -= f
 		c.gain[k] = energy * f
-	}
-	if a := e.cfg.AllocPower; a > 0 && energy > 0 {
-		w := math.Pow(energy, -a)
-		for k := range c.gain {
-			c.gain[k] *= w
-		}
 	}
 	slices.SortFunc(c.gain, func(a, b float64) int { return compareDesc(a, b) })
 	return c

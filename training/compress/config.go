@@ -111,12 +111,6 @@ type Config struct {
 	// the sketch, which is the matrix's whole range when its rank is below the sketch's
 	// width, SharedRank + SharedOversample).
 	SharedPowerIters int
-	// AllocPower, with ByteBudget, weighs each matrix's estimated component energies by its
-	// input energy to the power −AllocPower before the allocator compares them across
-	// matrices: 0 (the default) spends each byte where the most energy is captured, 1 where
-	// the largest share of a matrix's own energy is, which favours the matrices whose
-	// captured share is lowest. In [0, 1]; sender-side only.
-	AllocPower float64
 	// Seed makes the initial Q of every tensor deterministic.
 	Seed uint64
 	// NoQuant sends factors and dense tensors as raw float64 instead of quantised codes.
@@ -161,8 +155,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: feedback decay %v not in (0, 1]", ErrConfig, c.FeedbackDecay)
 	case !(c.FirstBudget >= 1 && c.FirstBudget <= MaxFirstBudget):
 		return fmt.Errorf("%w: first budget %v not in [1, %d]", ErrConfig, c.FirstBudget, MaxFirstBudget)
-	case !(c.AllocPower >= 0 && c.AllocPower <= 1):
-		return fmt.Errorf("%w: allocation power %v not in [0, 1]", ErrConfig, c.AllocPower)
 	case c.ByteBudget < 0:
 		return fmt.Errorf("%w: byte budget %d is negative", ErrConfig, c.ByteBudget)
 	case c.DenseBits != 4 && c.DenseBits != 8:

@@ -22,7 +22,7 @@ func validStartPoint(cfg Config) bool {
 	if !(cfg.StartMix >= 0 && cfg.StartMix <= 1) || cfg.StartMix > 0 && cfg.StartPoint != StartEager {
 		return false
 	}
-	if !(cfg.StartResidual >= 0 && cfg.StartResidual <= 1) || !(cfg.StartLast >= 0 && cfg.StartLast <= 1) {
+	if !(cfg.StartResidual >= 0 && cfg.StartResidual <= 1) {
 		return false
 	}
 	if !(cfg.StartSent >= 0 && cfg.StartSent <= 1) || cfg.StartSent > 0 && cfg.StartPoint != StartEager {
@@ -45,11 +45,6 @@ func validStartPoint(cfg Config) bool {
 func (m *Machine) startPoint() []float64 {
 	base := slices.Clone(m.theta)
 	m.subResidual(base)
-	if b := m.cfg.StartLast; b > 0 && m.step != nil {
-		for i, d := range m.step {
-			base[i] += float64(b * d)
-		}
-	}
 	if m.cfg.StartPoint != StartEager || m.own == nil || m.nextClose >= m.nextLocal || !(m.share > 0) {
 		return base
 	}
@@ -107,18 +102,6 @@ func (m *Machine) decodeOwn(r uint64, msg *compress.Message) ([]float64, error) 
 		return nil, err
 	}
 	return v, nil
-}
-
-// noteStep keeps θ after a close minus θ before it, for StartLast.
-func (m *Machine) noteStep(before, after []float64) {
-	if !(m.cfg.StartLast > 0) {
-		return
-	}
-	d := make([]float64, len(after))
-	for i := range after {
-		d[i] = after[i] - before[i]
-	}
-	m.step = d
 }
 
 // noteShare records this node's share of the total weight included in a closed round.

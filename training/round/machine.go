@@ -261,7 +261,6 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	if err != nil {
 		return Ready{}, err
 	}
-	m.noteStep(m.theta, theta)
 	m.theta, m.outer, m.bases = theta, outer, nil
 	m.noteShare(total)
 	delete(m.contrib, r)
@@ -295,7 +294,6 @@ func (m *Machine) Reset(st State) error {
 		m.base = m.startPoint()
 	}
 	m.theta = training.Flatten(st.Params)
-	m.step = nil
 	m.outer.SetMomentumBuffer(st.Momentum)
 	m.bases = nil
 	if st.Momentum == nil {

@@ -51,14 +51,6 @@ type Config struct {
 	// dense DiLoCo would have reached. In [0, 1]; 0 (the default) leaves the start as it is.
 	// It changes only this node's private start, never θ.
 	StartResidual float64
-	// StartLast is the weight β of the last outer step (θ after the last close minus θ
-	// before it) added to this node's start: local work starts from θ + β·(θ − θ_prev),
-	// a private look ahead along the step every node just took; with the one-step delay,
-	// the last step every node shares stands in for the one still travelling. In [0, 1];
-	// 0 (the default) leaves the start as it is. Not kept in the local state (a restart
-	// starts without it until the next close). It changes only this node's private
-	// start, never θ.
-	StartLast float64
 	// StartSent, with StartEager, is the weight σ of this node's own last message (its
 	// pseudo-gradient as every receiver decodes it, not yet in θ) subtracted from its
 	// start, besides StartMix's share of the raw pseudo-gradient. In [0, 1]; 0 (the
@@ -141,7 +133,6 @@ type Machine struct {
 	base      []float64 // the point the local work of nextLocal started from, kept only once a Reset changed θ under it (else startPoint makes it again)
 	own       []float64 // this node's last pseudo-gradient (eager start only)
 	sent      []float64 // this node's last message as decoded (StartSent only), with own
-	step      []float64 // θ after the last close minus θ before it (StartLast only; nil: none yet)
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
