@@ -62,9 +62,9 @@
 // 24 rounds) it gave 0.74 at lr 0.5, 0.69 at 0.35, 0.72 at 0.25. With two power iterations
 // and the start mix 0.5 (StartMix), a higher lr is stable: 0.577 at lr 0.7, 0.594 at 0.5,
 // 0.630 at 0.35, 0.658 at 1, against 0.583 for the same budget without the delay at lr 0.7.
-// With half the error-feedback residual in the start (StartResidual 0.5, below) lr 1 is
-// stable too, and better: the network spec's default is lr 1, no momentum, the eager start
-// with the mix 0.5 and the residual 0.5.
+// With half the error-feedback residual or more in the start (StartResidual, below), lr 1
+// to 1.4 is stable too, and better: the network spec's default is lr 1.2, no momentum, the
+// eager start with the mix 0.5 and the residual 0.6.
 //
 // # The residual in the start
 //
