@@ -66,6 +66,9 @@ type TrainOptions struct {
 	// StartResidual is round.Config.StartResidual of both compressed modes: the weight of a
 	// worker's error-feedback residual subtracted from its start (0: none).
 	StartResidual float64
+	// StartSent is the delayed mode's round.Config.StartSent (with the eager start): the
+	// weight of a worker's own last message, as decoded, subtracted from its start.
+	StartSent float64
 
 	Compress compress.Config
 	// TargetRatio, when above 0, gives the compressed modes a byte budget

@@ -23,11 +23,14 @@ import (
 // time of the machines' phases (summed over workers).
 func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []training.Tensor, delay int) (*simNet, error) {
 	W := opt.Workers
-	start, lr, mom, mix := round.StartGlobal, opt.CompressOuterLR, opt.CompressMomentum, 0.0
+	start, lr, mom, mix, sent := round.StartGlobal, opt.CompressOuterLR, opt.CompressMomentum, 0.0, 0.0
 	if delay == 1 {
 		lr, mom = opt.DelayOuterLR, opt.DelayMomentum
 		if opt.DelayStart != "" {
 			start, mix = opt.DelayStart, opt.DelayMix
+		}
+		if start == round.StartEager {
+			sent = opt.StartSent
 		}
 	}
 	ms := make([]*round.Machine, W)
@@ -40,7 +43,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if opt.TargetRatio > 0 {
 			cc.ByteBudget, cc.FirstBudget = byteBudget(theta0, opt.TargetRatio), opt.FirstBudget
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, StartResidual: opt.StartResidual, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, StartResidual: opt.StartResidual, StartSent: sent, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err

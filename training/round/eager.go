@@ -2,6 +2,8 @@ package round
 
 import (
 	"slices"
+
+	"github.com/lowband/lowband/training/compress"
 )
 
 // Start points of local work (Config.StartPoint).
@@ -21,6 +23,9 @@ func validStartPoint(cfg Config) bool {
 		return false
 	}
 	if !(cfg.StartResidual >= 0 && cfg.StartResidual <= 1) {
+		return false
+	}
+	if !(cfg.StartSent >= 0 && cfg.StartSent <= 1) || cfg.StartSent > 0 && cfg.StartPoint != StartEager {
 		return false
 	}
 	switch cfg.StartPoint {
@@ -50,6 +55,11 @@ func (m *Machine) startPoint() []float64 {
 	for i, d := range m.own {
 		base[i] -= float64(c * d)
 	}
+	if s := m.cfg.StartSent; s > 0 && m.sent != nil {
+		for i, d := range m.sent {
+			base[i] -= float64(s * d)
+		}
+	}
 	return base
 }
 
@@ -71,10 +81,27 @@ func (m *Machine) subResidual(base []float64) {
 
 // noteOwn keeps this node's pseudo-gradient of the local work just done, for the eager start.
 // It keeps delta itself, which the caller no longer writes.
-func (m *Machine) noteOwn(delta []float64) {
+func (m *Machine) noteOwn(delta []float64, sent []float64) {
 	if m.cfg.StartPoint == StartEager {
-		m.own = delta
+		m.own, m.sent = delta, sent
 	}
+}
+
+// decodeOwn is this node's message of round r as its receivers decode it, for StartSent
+// (nil without it).
+func (m *Machine) decodeOwn(r uint64, msg *compress.Message) ([]float64, error) {
+	if !(m.cfg.StartSent > 0) || m.cfg.StartPoint != StartEager {
+		return nil, nil
+	}
+	v := make([]float64, m.size)
+	ts := make([]compress.Tensor, len(m.like))
+	for i, t := range m.views(v) {
+		ts[i] = compress.Tensor(t)
+	}
+	if err := msg.DecodeDue(ts, m.cfg.Compress.Due(r, m.shapeList())); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // noteShare records this node's share of the total weight included in a closed round.

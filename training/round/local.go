@@ -19,6 +19,9 @@ type LocalState struct {
 	Own      []float64 `cbor:"2,keyasint"`
 	OwnRound uint64    `cbor:"3,keyasint"`
 	Share    float64   `cbor:"4,keyasint"`
+	// Sent is this node's message of round OwnRound as its receivers decode it (with Own,
+	// and Config.StartSent only; nil: none).
+	Sent []float64 `cbor:"5,keyasint,omitempty"`
 }
 
 // Local returns a copy of the machine's local state.
@@ -26,7 +29,7 @@ func (m *Machine) Local() LocalState {
 	ls := LocalState{Codec: m.enc.State(), Share: m.share}
 	if m.own != nil && m.nextLocal > 0 {
 		// LocalDone keeps the pseudo-gradient of the work just done and moves on by one.
-		ls.Own, ls.OwnRound = slices.Clone(m.own), m.nextLocal-1
+		ls.Own, ls.OwnRound, ls.Sent = slices.Clone(m.own), m.nextLocal-1, slices.Clone(m.sent)
 	}
 	return ls
 }
@@ -36,7 +39,7 @@ func (m *Machine) Local() LocalState {
 func (m *Machine) LocalShared() LocalState {
 	ls := LocalState{Codec: m.enc.State(), Share: m.share}
 	if m.own != nil && m.nextLocal > 0 {
-		ls.Own, ls.OwnRound = m.own, m.nextLocal-1
+		ls.Own, ls.OwnRound, ls.Sent = m.own, m.nextLocal-1, m.sent
 	}
 	return ls
 }
@@ -53,6 +56,9 @@ func (m *Machine) SetLocal(ls LocalState) error {
 	if ls.Own != nil && len(ls.Own) != m.size || !allFinite(ls.Own) || !(ls.Share >= 0) || math.IsInf(ls.Share, 0) {
 		return fmt.Errorf("%w: own pseudo-gradient of %d values for %d, share %v", ErrInvalid, len(ls.Own), m.size, ls.Share)
 	}
+	if ls.Sent != nil && (ls.Own == nil || len(ls.Sent) != m.size || !allFinite(ls.Sent)) {
+		return fmt.Errorf("%w: own message of %d values for %d, with an own pseudo-gradient %v", ErrInvalid, len(ls.Sent), m.size, ls.Own != nil)
+	}
 	enc, err := compress.NewEncoder(m.cfg.Compress)
 	if err != nil {
 		return fmt.Errorf("round: %w", err)
@@ -60,9 +66,12 @@ func (m *Machine) SetLocal(ls LocalState) error {
 	if err := enc.SetState(ls.Codec); err != nil {
 		return fmt.Errorf("round: %w", err)
 	}
-	m.enc, m.share, m.own = enc, ls.Share, nil
+	m.enc, m.share, m.own, m.sent = enc, ls.Share, nil, nil
 	if ls.Own != nil && m.cfg.StartPoint == StartEager && ls.OwnRound+1 == m.nextLocal && m.nextClose <= ls.OwnRound {
 		m.own = slices.Clone(ls.Own)
+		if m.cfg.StartSent > 0 {
+			m.sent = slices.Clone(ls.Sent)
+		}
 	}
 	return nil
 }
@@ -91,7 +100,7 @@ func (m *Machine) SkipLocal(first uint64) error {
 		return fmt.Errorf("%w: skipping local work to round %d (local work at %d, closed up to %d)", ErrOrder, first, m.nextLocal, m.nextClose)
 	}
 	if first != m.nextLocal {
-		m.nextLocal, m.own = first, nil
+		m.nextLocal, m.own, m.sent = first, nil, nil
 	}
 	return nil
 }

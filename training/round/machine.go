@@ -142,12 +142,16 @@ func (m *Machine) LocalDone(r uint64, local []training.Tensor) (Ready, error) {
 	if err == nil {
 		shards, err = msg.Shards()
 	}
+	var sent []float64
+	if err == nil {
+		sent, err = m.decodeOwn(r, msg)
+	}
 	m.end(PhaseEncode)
 	if err != nil {
 		return Ready{}, fmt.Errorf("round: compressing round %d: %w", r, err)
 	}
 	m.store(Contribution{Round: r, Peer: m.cfg.Self, Weight: m.cfg.Weight, Msg: msg})
-	m.noteOwn(delta)
+	m.noteOwn(delta, sent)
 	m.nextLocal, m.started, m.base = r+1, false, nil
 	rd := Ready{Send: &Outbound{Round: r, Msg: msg, Shards: shards}}
 	m.maybeStart(&rd)

@@ -51,6 +51,11 @@ type Config struct {
 	// dense DiLoCo would have reached. In [0, 1]; 0 (the default) leaves the start as it is.
 	// It changes only this node's private start, never θ.
 	StartResidual float64
+	// StartSent, with StartEager, is the weight σ of this node's own last message (its
+	// pseudo-gradient as every receiver decodes it, not yet in θ) subtracted from its
+	// start, besides StartMix's share of the raw pseudo-gradient. In [0, 1]; 0 (the
+	// default) is none.
+	StartSent float64
 	// MaxNorm bounds the L2 norm of one contribution (0 means no bound).
 	MaxNorm   float64
 	Compress  compress.Config
@@ -127,6 +132,7 @@ type Machine struct {
 	started   bool      // local work for nextLocal has been started
 	base      []float64 // the point the local work of nextLocal started from, kept only once a Reset changed θ under it (else startPoint makes it again)
 	own       []float64 // this node's last pseudo-gradient (eager start only)
+	sent      []float64 // this node's last message as decoded (StartSent only), with own
 	share     float64   // this node's share of the weight included in the last close
 	finished  bool
 	contrib   map[uint64]map[string]Contribution
