@@ -150,8 +150,7 @@ func (h *Host) findPeersLoop() {
 				look = h.nearLook
 			}
 			found, fresh, connected := h.findOnce(look)
-			wait = nextFind(wait, found, lastFound, fresh, connected, settled)
-			idle = wait >= findIdleFirst
+			wait, idle = nextFind(wait, found, lastFound, fresh, connected, settled)
 			lastFound = found
 		}
 		if !h.sleep(wait) {
@@ -161,23 +160,24 @@ func (h *Host) findPeersLoop() {
 }
 
 // nextFind is the wait after a lookup that found found peers (lastFound the one before),
-// fresh of them not connected, and connected newly: back to findFirst when it connected
-// someone or found more peers it is not connected to; doubling otherwise, up to findMax,
-// or, when it found peers, all of them connected, and was settled (it began after the
-// host's own advertisement had landed), from findIdleFirst up to findIdleMax.
+// fresh of them not connected (nor found unreachable lately), and connected newly: back
+// to findFirst when it connected someone or found more peers it is not connected to;
+// doubling otherwise, up to findMax, or, when it found peers, all of them connected, and
+// was settled (it began after the host's own advertisement had landed), from
+// findIdleFirst up to findIdleMax, the host then idle (the next look is a near one).
 //
 // Settled is what makes the long waits safe: were hosts X and Y unconnected with both
 // idle, X's settled lookup missed Y's advertisement, so it began before Y's landed, and
 // after X's own had; Y's settled lookup began after Y's advertisement landed, so it found
 // X's, and Y dialed X (a host with its findTarget of connections does not need X).
-func nextFind(wait time.Duration, found, lastFound, fresh, connected int, settled bool) time.Duration {
+func nextFind(wait time.Duration, found, lastFound, fresh, connected int, settled bool) (next time.Duration, idle bool) {
 	switch {
 	case connected > 0 || found > lastFound && fresh > 0:
-		return findFirst
+		return findFirst, false
 	case fresh == 0 && found > 0 && settled:
-		return min(max(2*wait, findIdleFirst), findIdleMax)
+		return min(max(2*wait, findIdleFirst), findIdleMax), true
 	}
-	return min(2*wait, findMax) // a lookup that failed, found no one, or began before the host was findable
+	return min(2*wait, findMax), false // a lookup that failed, found no one, or began before the host was findable
 }
 
 // findTarget is how many connected peers the host seeks through the rendezvous:
@@ -193,7 +193,8 @@ func (h *Host) findTarget() int {
 // findOnce runs one rendezvous look and dials the peers found, in random order
 // (every host gets the same list, in the same order, from the DHT), until the host
 // has findTarget connections. It returns how many peers it found, how many of them it
-// was not connected to (itself aside), and how many of those it newly connected.
+// was not connected to (itself aside, and those a dial failed to lately: unreachable),
+// and how many of those it newly connected.
 func (h *Host) findOnce(look func(context.Context) ([]peer.AddrInfo, error)) (found, fresh, connected int) {
 	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(h.ctx, findTimeout)
@@ -214,9 +215,14 @@ func (h *Host) findOnce(look func(context.Context) ([]peer.AddrInfo, error)) (fo
 		sem = make(chan struct{}, dialParallel)
 	)
 	for _, ai := range peers {
-		if ai.ID != h.h.ID() && len(h.h.Network().ConnsToPeer(ai.ID)) == 0 {
-			fresh++
+		if ai.ID == h.h.ID() || len(h.h.Network().ConnsToPeer(ai.ID)) > 0 || h.unreachable.has(ai.ID, t0) {
+			continue
 		}
+		if len(ai.Addrs) == 0 && len(h.h.Peerstore().Addrs(ai.ID)) == 0 {
+			h.unreachable.add(ai.ID, t0) // no address to dial it at
+			continue
+		}
+		fresh++
 		sem <- struct{}{}
 		if !h.wantPeer(ai) {
 			<-sem
@@ -227,6 +233,8 @@ func (h *Host) findOnce(look func(context.Context) ([]peer.AddrInfo, error)) (fo
 			defer func() { <-sem; wg.Done() }()
 			if h.h.Connect(ctx, ai) == nil {
 				n.Add(1)
+			} else {
+				h.unreachable.add(ai.ID, time.Now())
 			}
 		}()
 	}
@@ -298,6 +306,53 @@ func (f *foundPeers) has(p peer.ID) bool {
 	defer f.mu.Unlock()
 	_, ok := f.ids[p]
 	return ok
+}
+
+// unreachableFor is how long a found peer that could not be dialed does not count as
+// fresh: a provider record lives 48 hours, and one of a node that left (or of a peer that
+// advertises and refuses connections) would otherwise keep every host of a small swarm
+// from going idle, a whole lookup every findMax. After it, one more dial is tried.
+const unreachableFor = findIdleMax
+
+// unreachableMax bounds the peers unreachablePeers remembers: past it, the oldest go.
+const unreachableMax = 1024
+
+// unreachablePeers is when a dial to each of a few found peers last failed. Safe for
+// concurrent use.
+type unreachablePeers struct {
+	mu    sync.Mutex
+	since map[peer.ID]time.Time
+}
+
+func (u *unreachablePeers) add(p peer.ID, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.since == nil {
+		u.since = map[peer.ID]time.Time{}
+	}
+	for q, t := range u.since {
+		if now.Sub(t) >= unreachableFor {
+			delete(u.since, q)
+		}
+	}
+	if _, ok := u.since[p]; !ok && len(u.since) >= unreachableMax {
+		oldest, at := peer.ID(""), now
+		for q, t := range u.since {
+			if t.Before(at) || t.Equal(at) && q < oldest {
+				oldest, at = q, t
+			}
+		}
+		delete(u.since, oldest)
+	}
+	u.since[p] = now
+}
+
+// has reports whether a dial to p failed less than unreachableFor before now.
+func (u *unreachablePeers) has(p peer.ID, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t, ok := u.since[p]
+	return ok && now.Sub(t) < unreachableFor
 }
 
 // wantPeer reports whether a found peer is worth dialing.

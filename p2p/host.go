@@ -40,11 +40,12 @@ type Host struct {
 	traced   *gossipTracer // gossipsub's own counters, from its trace events
 	scores   scoreBoard    // gossipsub's latest score of each connected peer
 
-	advertised   atomic.Int64  // when the first advertisement landed, Unix ns; 0: not yet
-	found        foundPeers    // the peers rendezvous lookups found advertised
-	failedRounds atomic.Int64  // bootstrap rounds in which no peer answered
-	dhtServed    atomic.Int64  // DHT requests this host answered
-	staleClosed  atomic.Uint64 // connections closed by watchStaleConns
+	advertised   atomic.Int64     // when the first advertisement landed, Unix ns; 0: not yet
+	found        foundPeers       // the peers rendezvous lookups found advertised
+	unreachable  unreachablePeers // found peers a dial failed to lately
+	failedRounds atomic.Int64     // bootstrap rounds in which no peer answered
+	dhtServed    atomic.Int64     // DHT requests this host answered
+	staleClosed  atomic.Uint64    // connections closed by watchStaleConns
 
 	ctx       context.Context
 	cancel    context.CancelFunc

@@ -49,15 +49,14 @@ func (h *Host) nearLook(ctx context.Context) ([]peer.AddrInfo, error) {
 		return nil, err
 	}
 	var (
-		mu     sync.Mutex
-		merged = map[peer.ID][]ma.Multiaddr{}
-		order  []peer.ID
-		asked  int
+		mu       sync.Mutex
+		merged   = map[peer.ID][]ma.Multiaddr{}
+		order    []peer.ID
+		answered int // peers of the table that answered
 	)
 	add := func(ais []peer.AddrInfo) {
 		mu.Lock()
 		defer mu.Unlock()
-		asked++
 		for _, ai := range ais[:min(len(ais), nearMaxProviders)] {
 			if ai.ID == "" {
 				continue
@@ -92,11 +91,16 @@ func (h *Host) nearLook(ctx context.Context) ([]peer.AddrInfo, error) {
 				}
 			}
 			add(ais)
+			mu.Lock()
+			answered++
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if asked == 0 {
-		return nil, errors.New("near look: no provider records and no peer answered")
+	// The host's own records always answer, and hold at least its own; a look that no
+	// peer of its table answered (they left, or withhold) is no look: the next is whole.
+	if answered == 0 {
+		return nil, errors.New("near look: no peer of the routing table answered")
 	}
 	out := make([]peer.AddrInfo, len(order))
 	for i, id := range order {
