@@ -13,7 +13,7 @@ import (
 type CheckpointStatus struct {
 	Round uint64 `json:"round"` // first open round: the state after closing Round-1
 	Root  string `json:"root"`  // the state root it verifies against (hex)
-	ID    string `json:"id"`    // its manifest's ID, what the DHT announces (hex)
+	ID    string `json:"id"`    // its manifest's ID (hex)
 	Bytes uint64 `json:"bytes"` // size of its encoding
 }
 

@@ -1,12 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -136,34 +135,48 @@ func (n *Node) provideKept(ctx context.Context, announced map[[32]byte]bool) err
 		return err
 	}
 	led, self := n.ledger.state.Load(), n.host.ID().String()
-	voters := 0
+	var voters []string
 	for _, a := range led.Accounts {
 		if led.Power(a.Peer) > 0 {
-			voters++
+			voters = append(voters, a.Peer)
 		}
 	}
 	pick := func(root [32]byte) bool { return led.Power(self) == 0 || announces(root, self, voters) }
 	return provideNew(ctx, list, announced, pick, n.host.Provide)
 }
 
-// ckptAnnouncers is how many of a swarm's voters announce each checkpoint in the DHT, on
-// average (announces).
-const ckptAnnouncers = 4
+// ckptAnnouncers is how many of a swarm's voters announce each checkpoint in the DHT
+// (announces).
+const ckptAnnouncers = 6
 
 // announces reports whether the voter self, one of voters, announces the checkpoint of
-// root in the DHT: each voter does with probability ckptAnnouncers/voters, set by a hash
-// of the root and its ID, so that about ckptAnnouncers of them do, a different few for
-// each checkpoint, none able to choose (the root is not known before the round closes).
-// A sync asks the voters whose records name the root before any provider the DHT lists
-// (ckptWant.Peers): the providers are a second way to the checkpoint, and an announcement
-// is a DHT lookup that every node of a small swarm answers. A node without voting power
-// always announces: no record names it.
-func announces(root [32]byte, self string, voters int) bool {
-	if voters <= ckptAnnouncers {
+// root in the DHT: the ckptAnnouncers voters of the lowest hash of the root and their ID
+// do (all of a swarm of at most that many), a different few for each checkpoint, none
+// able to choose (the root is not known before the round closes; nodes whose ledgers
+// differ may pick a few more or fewer). A sync asks the voters whose records name the
+// root before any provider the DHT lists (ckptWant.Peers): the providers are the way to
+// the checkpoint when those cannot be dialed, and an announcement is a DHT lookup that
+// every node of a small swarm answers. A node without voting power always announces: no
+// record names it.
+func announces(root [32]byte, self string, voters []string) bool {
+	if len(voters) <= ckptAnnouncers {
 		return true
 	}
-	h := sha256.Sum256(append(append([]byte("lowband/checkpoint-announcer/v1\x00"), root[:]...), self...))
-	return binary.BigEndian.Uint64(h[:8]) < math.MaxUint64/uint64(voters)*ckptAnnouncers
+	key := func(id string) [32]byte {
+		return sha256.Sum256(append(append([]byte("lowband/checkpoint-announcer/v1\x00"), root[:]...), id...))
+	}
+	own, below := key(self), 0
+	for _, v := range voters {
+		if v == self {
+			continue
+		}
+		if k := key(v); bytes.Compare(k[:], own[:]) < 0 {
+			if below++; below >= ckptAnnouncers {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // provideNew announces, in order, the checkpoints of list whose root is not in announced
