@@ -215,14 +215,17 @@ func (h *Host) findOnce(look func(context.Context) ([]peer.AddrInfo, error)) (fo
 		sem = make(chan struct{}, dialParallel)
 	)
 	for _, ai := range peers {
-		if ai.ID == h.h.ID() || len(h.h.Network().ConnsToPeer(ai.ID)) > 0 || h.unreachable.has(ai.ID, t0) {
+		if ai.ID == h.h.ID() || len(h.h.Network().ConnsToPeer(ai.ID)) > 0 {
 			continue
 		}
 		if len(ai.Addrs) == 0 && len(h.h.Peerstore().Addrs(ai.ID)) == 0 {
-			h.unreachable.add(ai.ID, t0) // no address to dial it at
-			continue
+			continue // no address to dial it at: no reason to look again soon
 		}
-		fresh++
+		// A peer a dial failed to lately is dialed again (a start that was not listening
+		// yet, a busy host), but does not bring the next look sooner.
+		if !h.unreachable.has(ai.ID, t0) {
+			fresh++
+		}
 		sem <- struct{}{}
 		if !h.wantPeer(ai) {
 			<-sem
