@@ -15,7 +15,7 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		}
 	}
 	empty := TrainingSpec{Task: TaskFMNIST}
-	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 1.2 || empty.Outer.StartMix != 0.5 || empty.Outer.StartResidual != 0.6 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
+	if err := empty.validate(); err != nil || empty.BatchSize != 64 || empty.Outer.LR != 0.7 || empty.Outer.StartMix != 0.5 || empty.Outer.StartResidual != 0.25 || empty.Outer.Momentum != 0 || empty.Outer.Start != StartEager ||
 		empty.Outer.Delayed() != 1 || empty.Compression.MaxNorm != DefaultMaxNorm || empty.SliceFraction != DefaultSliceFraction ||
 		empty.Compression != DefaultTrainingSpec().Compression {
 		t.Fatalf("filled %+v, %v", empty, err)
@@ -110,7 +110,7 @@ func TestTrainingSpecNewFieldsDefault(t *testing.T) {
 // missing value.
 func TestTrainingSpecDelayZeroKept(t *testing.T) {
 	s := TrainingSpec{Task: TaskSynthetic, Outer: OuterOptSpec{Delay: ptr(0)}}
-	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 1.2 || s.Outer.Momentum != 0 || s.Outer.Start != StartGlobal || s.Outer.StartMix != 0 {
+	if err := s.validate(); err != nil || s.Outer.Delayed() != 0 || s.Outer.LR != 0.7 || s.Outer.Momentum != 0 || s.Outer.Start != StartGlobal || s.Outer.StartMix != 0 {
 		t.Fatalf("filled %+v: %v", s.Outer, err)
 	}
 }

@@ -278,8 +278,8 @@ func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 	if rc.StartPoint != round.StartEager || rc.StartMix != 0.4 || rc.StartResidual != 0.3 {
 		t.Fatalf("start %q, mix %v, residual %v; want the eager start with the mix 0.4 and the residual 0.3", rc.StartPoint, rc.StartMix, rc.StartResidual)
 	}
-	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 1.2 || d.StartResidual != 0.6 || d.Compress.FeedbackDecay != 1 {
-		t.Fatalf("the default recipe: lr %v, residual %v, decay %v; want 1.2, 0.6 and 1", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay)
+	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 0.7 || d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 {
+		t.Fatalf("the default recipe: lr %v, residual %v, decay %v; want 0.7, 0.25 and 1", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay)
 	}
 }
 
