@@ -11,6 +11,7 @@ import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -97,30 +98,17 @@ func TestQuietRefreshesBackOff(t *testing.T) {
 func TestAddressChangeLooksUpOwnKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	boot, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer boot.Close()
 	var (
 		mu  sync.Mutex
 		own = map[peer.ID]int{} // lookups of a peer's own key, by that peer
 	)
-	d, err := dht.New(ctx, boot, dht.ProtocolPrefix(DHTPrefix("test-0000")), dht.Mode(dht.ModeServer),
-		dht.OnRequestHook(func(_ context.Context, s network.Stream, m *dhtpb.Message) {
-			if m.GetType() != dhtpb.Message_FIND_NODE {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if from := s.Conn().RemotePeer(); string(m.GetKey()) == string(from) {
-				own[from]++
-			}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	boot := findNodeBoot(ctx, t, func(from peer.ID, key []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if string(key) == string(from) {
+			own[from]++
+		}
+	})
 	h := startHost(ctx, t, func(c *Config) {
 		c.Bootstrap = []peer.AddrInfo{{ID: boot.ID(), Addrs: boot.Addrs()}}
 		c.ConnLow, c.ConnHigh = 1, 8 // no rendezvous lookups
@@ -162,39 +150,29 @@ func TestAddressChangeLooksUpOwnKey(t *testing.T) {
 func TestFullRefreshOfASmallSwarmIsOneLookup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	boot, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer boot.Close()
 	var (
 		mu          sync.Mutex
 		own, others int // lookups by the host: of its own key, of other keys
-		host        peer.ID
+		self        peer.ID
 	)
 	rendezvous, err := multihash.Sum([]byte(Rendezvous("test-0000", "run-0")), multihash.SHA2_256, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := dht.New(ctx, boot, dht.ProtocolPrefix(DHTPrefix("test-0000")), dht.Mode(dht.ModeServer),
-		dht.OnRequestHook(func(_ context.Context, s network.Stream, m *dhtpb.Message) {
-			mu.Lock()
-			defer mu.Unlock()
-			if m.GetType() != dhtpb.Message_FIND_NODE || s.Conn().RemotePeer() != host {
-				return
-			}
-			switch string(m.GetKey()) {
-			case string(host):
-				own++
-			case string(rendezvous): // an advertisement, not a bucket's lookup
-			default:
-				others++
-			}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	boot := findNodeBoot(ctx, t, func(from peer.ID, key []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		if from != self {
+			return
+		}
+		switch string(key) {
+		case string(self):
+			own++
+		case string(rendezvous): // an advertisement, not a bucket's lookup
+		default:
+			others++
+		}
+	})
 	cfg := func(c *Config) {
 		c.Bootstrap = []peer.AddrInfo{{ID: boot.ID(), Addrs: boot.Addrs()}}
 		c.ConnLow, c.ConnHigh = 1, 8 // no rendezvous lookups
@@ -211,7 +189,7 @@ func TestFullRefreshOfASmallSwarmIsOneLookup(t *testing.T) {
 			t.Fatal(err)
 		}
 		mu.Lock()
-		host = id
+		self = id
 		mu.Unlock()
 		keyOf <- id
 	})
@@ -237,4 +215,26 @@ func TestFullRefreshOfASmallSwarmIsOneLookup(t *testing.T) {
 	if o, x := counts(); o-own0 < 1 || x != others0 {
 		t.Fatalf("a full refresh of a table of %d sent the bootstrap %d lookups of the host's own key and %d of others, want at least 1 and 0", h.RoutingTableSize(), o-own0, x-others0)
 	}
+}
+
+// findNodeBoot starts a DHT server of the test network, closed with the test, that calls
+// found with the sender and key of every lookup (FIND_NODE) it answers.
+func findNodeBoot(ctx context.Context, t *testing.T, found func(from peer.ID, key []byte)) host.Host {
+	t.Helper()
+	boot, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = boot.Close() })
+	d, err := dht.New(ctx, boot, dht.ProtocolPrefix(DHTPrefix("test-0000")), dht.Mode(dht.ModeServer),
+		dht.OnRequestHook(func(_ context.Context, s network.Stream, m *dhtpb.Message) {
+			if m.GetType() == dhtpb.Message_FIND_NODE {
+				found(s.Conn().RemotePeer(), m.GetKey())
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return boot
 }
