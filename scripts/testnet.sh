@@ -67,9 +67,11 @@ summarise() {
   echo "testnet: wrote $dir/summary.json"
 }
 
+busy="" # the status request in flight, if any
 cleanup() {
   local code=$?
   trap - EXIT INT TERM
+  [[ -z $busy ]] || kill "$busy" 2>/dev/null || true
   if [[ ${#pids[@]} -gt 0 ]]; then
     kill -TERM "${pids[@]}" 2>/dev/null || true
     for _ in $(seq 100); do
@@ -190,9 +192,14 @@ echo "testnet: bootstrap at $boot_maddr"
 save_statuses() {
   local f
   for f in "${statuses[@]}"; do
-    if lb status --home "$(dirname "$f")" --json >"$f.tmp" 2>/dev/null; then
+    # In the background, so that Ctrl-C is handled at once, not after a busy node answers.
+    lb status --home "$(dirname "$f")" --json >"$f.tmp" 2>/dev/null &
+    busy=$!
+    if wait "$busy"; then
+      busy=""
       mv "$f.tmp" "$f"
     else
+      busy=""
       rm -f "$f.tmp"
     fi
   done

@@ -122,9 +122,18 @@ func TestTestnetScriptNodeDeathFails(t *testing.T) {
 	}
 }
 
+// TestTestnetScriptCtrlC: Ctrl-C stops every node and the script promptly, even while a
+// node is slow to answer the script's status requests (here every status request hangs for
+// a minute once the swarm trains, through a wrapper around the binary).
 func TestTestnetScriptCtrlC(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command("bash", "../../scripts/testnet.sh", "-n", "2", "-b", lowbandBin, "-d", dir, "-t", "90")
+	slow := filepath.Join(dir, "slow")
+	wrapper := filepath.Join(t.TempDir(), "lowband")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$1\" = status ] && [ -e %q ]; then sleep 60; fi\nexec %q \"$@\"\n", slow, lowbandBin)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "../../scripts/testnet.sh", "-n", "2", "-b", wrapper, "-d", dir, "-t", "90")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -133,9 +142,11 @@ func TestTestnetScriptCtrlC(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var seen bytes.Buffer
 	sc := bufio.NewScanner(stdout)
 	running := false
 	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "Ctrl-C stops every node") {
 			running = true
 			break
@@ -143,15 +154,25 @@ func TestTestnetScriptCtrlC(t *testing.T) {
 	}
 	if !running {
 		cmd.Process.Kill()
-		t.Fatal("the swarm never came up")
+		cmd.Wait()
+		t.Fatalf("the swarm never came up:\n%s", seen.String())
 	}
 	if n := len(processesUnder(t, dir)); n != 3 {
 		t.Errorf("want 3 node processes while running, found %d", n)
 	}
+	if err := os.WriteFile(slow, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // the script polls every second: a status request now hangs
 	cmd.Process.Signal(syscall.SIGINT)
+	sent := time.Now()
+	rest := make(chan string, 1)
 	go func() {
+		var b strings.Builder
 		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
 		}
+		rest <- b.String()
 	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -159,8 +180,19 @@ func TestTestnetScriptCtrlC(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("testnet.sh did not exit within 30s of Ctrl-C")
+		<-done
+		for _, p := range processesUnder(t, dir) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		t.Fatalf("testnet.sh did not exit within 30s of Ctrl-C; its output:\n%s%s", seen.String(), <-rest)
 	}
+	out := <-rest
+	if !strings.Contains(out, "testnet: stopped 3 processes") {
+		t.Errorf("no line saying the nodes were stopped after Ctrl-C; the output:\n%s%s", seen.String(), out)
+	}
+	t.Logf("testnet.sh exited %v after Ctrl-C", time.Since(sent).Round(time.Millisecond))
 	if left := processesUnder(t, dir); len(left) > 0 {
 		t.Errorf("Ctrl-C left processes behind: %v", left)
 	}
