@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -69,4 +71,65 @@ func TestBenchTrainSpecFlagsOverrideTheSpec(t *testing.T) {
 	if _, err := trainOptionsOf(t, "--spec", path, "--task", "charlm"); err == nil {
 		t.Fatal("--task other than the spec's accepted")
 	}
+}
+
+// Every recipe flag set on the command line changes a --spec run's options: none is
+// silently dropped (--start-residual once was, and a screen ran the spec's value instead).
+func TestBenchTrainSpecHonoursEveryRecipeFlag(t *testing.T) {
+	values := map[string]string{
+		"inner-steps": "7", "batch": "8", "hidden": "1024", "inner-lr": "0.001",
+		"compress-outer-lr": "0.5", "compress-momentum": "0.3", "delay-outer-lr": "0.9", "delay-momentum": "0.2",
+		"delay-start": "global --delay-mix 0", "delay-mix": "0.3", "start-residual": "0.4", "start-sent": "0.2",
+		"feedback-decay": "0.9", "rank-min": "2 --target-ratio 300", "rank-max": "9", "factor-bits": "4", "power-iters": "3",
+		"codec": "topk", "dense-every": "4", "block-size": "128", "fragments": "2",
+		"shared-rank": "8", "shared-power-iters": "-1", "min-low-rank": "2048",
+		"target-ratio": "300", "first-budget": "2 --target-ratio 300",
+	}
+	own := map[string]bool{ // the bench's own flags, and the ones that choose the recipe
+		"json": true, "spec": true, "task": true, "workers": true, "rounds": true, "seed": true, "seeds": true,
+		"corpus": true, "fmnist-dir": true, "eval": true, "pareto": true, "modes": true,
+		"outer-lr": true, "momentum": true, "aggregation": true, "trim": true, "adversaries": true, "help": true,
+	}
+	for _, f := range benchTrainCommand().Flags {
+		name := f.Names()[0]
+		if own[name] {
+			continue
+		}
+		v, ok := values[name]
+		if !ok {
+			t.Errorf("recipe flag --%s has no value in this test", name)
+			continue
+		}
+		// A value may bring other flags its own needs; the options are compared with a run
+		// of those other flags alone.
+		val, extra, _ := strings.Cut(v, " ")
+		rest := append([]string{"--spec", "default", "--task", "fmnist"}, strings.Fields(extra)...)
+		base, err := trainOptionsOf(t, rest...)
+		if err != nil {
+			t.Fatalf("%v: %v", rest, err)
+		}
+		o, err := trainOptionsOf(t, append(rest, "--"+name, val)...)
+		if err != nil {
+			t.Errorf("--%s %s: %v", name, v, err)
+			continue
+		}
+		if again, _ := trainOptionsOf(t, rest...); !sameOptions(again, base) {
+			t.Fatalf("%v parsed twice gave different options: the comparison cannot see a change", rest)
+		}
+		if sameOptions(o, base) {
+			t.Errorf("--%s %s over --spec default changed nothing", name, v)
+		}
+	}
+}
+
+// sameOptions compares two runs' options: the bench's own and what the network's
+// parameters derive from the spec (they hold the evidence checker, which holds functions).
+func sameOptions(a, b bench.TrainOptions) bool {
+	pa, pb := a.Spec, b.Spec
+	a.Spec, b.Spec = nil, nil
+	if !reflect.DeepEqual(a, b) || (pa == nil) != (pb == nil) {
+		return false
+	}
+	return pa == nil || reflect.DeepEqual(pa.Training, pb.Training) && reflect.DeepEqual(pa.Limits, pb.Limits) &&
+		reflect.DeepEqual(pa.Shapes, pb.Shapes) && pa.MaxNorm == pb.MaxNorm && reflect.DeepEqual(pa.Deadline, pb.Deadline)
 }

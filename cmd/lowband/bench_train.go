@@ -109,6 +109,7 @@ func benchTrainOptions(c *cli.Context) (bench.TrainOptions, error) {
 		if o, err = benchSpecOptions(c); err != nil {
 			return o, err
 		}
+		benchOnlyRecipeFlags(c, &o)
 	} else {
 		recipeFlags(c, &o)
 	}
@@ -161,6 +162,29 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	}
 	o.Compress.SharedRank, o.Compress.SharedPowerIters = c.Int("shared-rank"), c.Int("shared-power-iters")
 	o.TargetRatio, o.FirstBudget = c.Float64("target-ratio"), c.Float64("first-budget")
+}
+
+// benchOnlyRecipeFlags sets, over a --spec recipe, the recipe flags set on the command line
+// that a network spec has no field for, or whose zero the spec reads as its default.
+func benchOnlyRecipeFlags(c *cli.Context, o *bench.TrainOptions) {
+	if c.IsSet("start-residual") {
+		o.StartResidual = c.Float64("start-residual")
+	}
+	if c.IsSet("start-sent") {
+		o.StartSent = c.Float64("start-sent")
+	}
+	if c.IsSet("codec") {
+		o.Compress.Codec = c.String("codec")
+	}
+	if c.IsSet("fragments") {
+		o.Compress.Fragments = c.Int("fragments")
+	}
+	if c.IsSet("shared-rank") {
+		o.Compress.SharedRank = c.Int("shared-rank")
+	}
+	if c.IsSet("shared-power-iters") {
+		o.Compress.SharedPowerIters = c.Int("shared-power-iters")
+	}
 }
 
 // runBenchPareto runs --pareto: progress lines on stderr, the result on stdout.
