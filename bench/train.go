@@ -69,6 +69,11 @@ type TrainOptions struct {
 	// StartSent is the delayed mode's round.Config.StartSent (with the eager start): the
 	// weight of a worker's own last message, as decoded, subtracted from its start.
 	StartSent float64
+	// MergeStep, above 0, gives the delayed mode round.Config.Merge: the round before
+	// closes after MergeStep of the H inner steps of the next local work (its
+	// contributions delivered by then) and moves that work to θ after it. 0: the round
+	// closes after the work, the whole round of staleness.
+	MergeStep int
 
 	Compress compress.Config
 	// TargetRatio, when above 0, gives the compressed modes a byte budget
@@ -163,6 +168,9 @@ func (o *TrainOptions) fill() {
 func (o *TrainOptions) validate() error {
 	if o.Workers < 1 || o.Rounds < 1 || o.H < 1 || o.Batch < 1 || o.Seeds < 1 {
 		return errors.New("bench train: workers, rounds, h, batch and seeds must be positive")
+	}
+	if o.MergeStep < 0 || o.MergeStep >= o.H && o.MergeStep > 0 {
+		return fmt.Errorf("bench train: merge step %d not in [1, H-1] (H %d), or 0 for none", o.MergeStep, o.H)
 	}
 	if o.TargetRatio < 0 {
 		return fmt.Errorf("bench train: target ratio %v is negative", o.TargetRatio)

@@ -33,6 +33,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 			sent = opt.StartSent
 		}
 	}
+	merge := delay == 1 && opt.MergeStep > 0
 	ms := make([]*round.Machine, W)
 	meters := make([]*phaseMeter, W)
 	starts := make([][]training.Tensor, W)
@@ -43,7 +44,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if opt.TargetRatio > 0 {
 			cc.ByteBudget, cc.FirstBudget = byteBudget(theta0, opt.TargetRatio), opt.FirstBudget
 		}
-		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, StartResidual: opt.StartResidual, StartSent: sent, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
+		rc := round.Config{Self: peerID(w), Weight: 1, Delay: delay, OuterLR: lr, Momentum: mom, StartPoint: start, StartMix: mix, StartResidual: opt.StartResidual, StartSent: sent, Merge: merge, MaxNorm: opt.maxNorm(), Compress: cc, Aggregate: opt.Aggregate, Meter: meters[w]}
 		m, err := round.New(rc, round.State{Params: theta0})
 		if err != nil {
 			return nil, err
@@ -54,7 +55,7 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		}
 		ms[w], starts[w] = m, s.Params
 	}
-	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true, check: opt.shardCheck()}
+	sim := &simNet{ms: ms, meters: meters, starts: starts, agree: true, check: opt.shardCheck(), merge: merge}
 	advs := make([]*node.AdversaryUpdater, opt.Adversaries)
 	for w := range advs {
 		a, err := node.NewAdversaryUpdater(opt.Adversary, peerID(w))
@@ -67,7 +68,29 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		locals, err := localPhase(opt, ws, sim.starts)
+		var locals [][]training.Tensor
+		var err error
+		if merge && r > 0 {
+			// Round r-1's contributions arrive after MergeStep steps of round r's work:
+			// it closes then, and the work goes on from where the close moved it.
+			if _, err = localSteps(opt, ws, sim.starts, opt.MergeStep); err != nil {
+				return nil, err
+			}
+			if err = sim.closeDue(); err != nil {
+				return nil, err
+			}
+			for w, shift := range sim.shifts {
+				if shift == nil {
+					return nil, fmt.Errorf("worker %d: round %d did not close during round %d's work", w, r-1, r)
+				}
+				if err := addInPlace(ws.models[w].Params(), shift); err != nil {
+					return nil, err
+				}
+			}
+			locals, err = localSteps(opt, ws, nil, opt.H-opt.MergeStep)
+		} else {
+			locals, err = localPhase(opt, ws, sim.starts)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -138,6 +161,8 @@ type simNet struct {
 	codec  []CodecRound
 	spent  phaseTimes
 	check  func([]byte) (*compress.Message, error) // checks and decodes a shard
+	merge  bool                                    // rounds close during the next round's work (round.Config.Merge)
+	shifts [][]training.Tensor                     // per worker, the last closeDue's shift of its work (nil: none)
 }
 
 func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
@@ -170,6 +195,9 @@ func (s *simNet) round(r uint64, locals [][]training.Tensor) error {
 	}
 	if err := parallel(W, 2, func(w int) error { return s.deliver(r, w, shards) }); err != nil {
 		return err
+	}
+	if s.merge {
+		return nil // round r closes during the next round's work
 	}
 	return s.closeDue()
 }
@@ -212,6 +240,7 @@ func (s *simNet) deliver(r uint64, w int, shards [][]compress.Shard) error {
 func (s *simNet) closeDue() error {
 	W := len(s.ms)
 	closed := make([][]training.Tensor, W)
+	s.shifts = make([][]training.Tensor, W)
 	err := parallel(W, 2, func(w int) error {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -228,6 +257,9 @@ func (s *simNet) closeDue() error {
 				return fmt.Errorf("worker %d closed round %d with %d contributions, want %d", w, next, len(rd.Closed.Included), W)
 			}
 			closed[w] = rd.Closed.Params
+			if rd.Shift != nil {
+				s.shifts[w] = rd.Shift
+			}
 			if rd.Start != nil {
 				s.starts[w] = rd.Start.Params
 			}

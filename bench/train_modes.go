@@ -197,18 +197,39 @@ func runAllReduce(ctx context.Context, opt TrainOptions, ws *workers) ([]trainin
 
 // localPhase loads each worker's start parameters and runs H inner steps in parallel.
 func localPhase(opt TrainOptions, ws *workers, starts [][]training.Tensor) ([][]training.Tensor, error) {
+	return localSteps(opt, ws, starts, opt.H)
+}
+
+// localSteps runs steps inner steps on every worker, from starts (nil: from where each
+// worker's model is), and returns the parameters they end with.
+func localSteps(opt TrainOptions, ws *workers, starts [][]training.Tensor, steps int) ([][]training.Tensor, error) {
 	out := make([][]training.Tensor, opt.Workers)
 	err := parallel(opt.Workers, opt.Workers, func(w int) error {
-		if err := training.Load(ws.models[w].Params(), starts[w]); err != nil {
-			return err
+		if starts != nil {
+			if err := training.Load(ws.models[w].Params(), starts[w]); err != nil {
+				return err
+			}
 		}
-		if _, err := ws.inners[w].Run(ws.batches[w], opt.H); err != nil {
+		if _, err := ws.inners[w].Run(ws.batches[w], steps); err != nil {
 			return err
 		}
 		out[w] = training.Snapshot(ws.models[w].Params())
 		return nil
 	})
 	return out, err
+}
+
+// addInPlace adds shift to a model's parameters.
+func addInPlace(ps []*training.Param, shift []training.Tensor) error {
+	if err := training.CheckShapes(ps, shift); err != nil {
+		return err
+	}
+	for i, p := range ps {
+		for j, v := range shift[i].Data {
+			p.Data[j] += v
+		}
+	}
+	return nil
 }
 
 // runDiLoCo is DiLoCo with dense pseudo-gradients averaged in worker order. It returns the

@@ -268,3 +268,40 @@ func TestSharedRankRuns(t *testing.T) {
 		t.Fatalf("agree %v, %d coordinates sent", m.Agree, shared)
 	}
 }
+
+// With MergeStep the delayed mode's rounds close during the next round's work: it runs, its
+// nodes agree, and it trains another way than without (the loss differs); a merge step
+// outside [1, H-1] is refused.
+func TestRunTrainMergeStep(t *testing.T) {
+	if _, err := os.Stat(DefaultCorpus()); err != nil {
+		t.Skipf("default corpus not found: %v", err)
+	}
+	o := DefaultTrainOptions("charlm")
+	o.Workers, o.Rounds, o.H, o.Batch, o.EvalSamples = 3, 4, 3, 4, 64
+	o.Context, o.Embed, o.Hidden = 4, 4, []int{16, 16}
+	o.Compress.MinLowRank = 64
+	o.Modes = []string{ModeCompressDelay}
+	o.DelayStart, o.DelayMix, o.StartResidual = "eager", 0.5, 0.25
+	loss := make([]float64, 2)
+	for i, k := range []int{0, 1} {
+		o.MergeStep = k
+		res, err := RunTrain(context.Background(), o, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := res.Modes[0]
+		if !m.Agree || !(m.TestLoss > 0) {
+			t.Fatalf("merge step %d: %+v", k, m)
+		}
+		loss[i] = m.TestLoss
+	}
+	if loss[0] == loss[1] {
+		t.Errorf("merge step 1 trained exactly as without: test loss %v", loss[0])
+	}
+	for _, k := range []int{-1, 3} {
+		o.MergeStep = k
+		if _, err := RunTrain(context.Background(), o, nil); err == nil {
+			t.Errorf("merge step %d with H 3 accepted", k)
+		}
+	}
+}

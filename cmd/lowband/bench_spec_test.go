@@ -79,7 +79,7 @@ func TestBenchTrainSpecHonoursEveryRecipeFlag(t *testing.T) {
 	values := map[string]string{
 		"inner-steps": "7", "batch": "8", "hidden": "1024", "inner-lr": "0.001",
 		"compress-outer-lr": "0.5", "compress-momentum": "0.3", "delay-outer-lr": "0.9", "delay-momentum": "0.2",
-		"delay-start": "global --delay-mix 0", "delay-mix": "0.3", "start-residual": "0.4", "start-sent": "0.2",
+		"delay-start": "global --delay-mix 0", "delay-mix": "0.3", "start-residual": "0.4", "start-sent": "0.2", "merge-step": "2",
 		"feedback-decay": "0.9", "rank-min": "2 --target-ratio 300", "rank-max": "9", "factor-bits": "4", "power-iters": "3",
 		"codec": "topk", "dense-every": "4", "block-size": "128", "fragments": "2",
 		"shared-rank": "8", "shared-power-iters": "-1", "min-low-rank": "2048",

@@ -52,6 +52,7 @@ func benchTrainCommand() *cli.Command {
 			&cli.Float64Flag{Name: "delay-mix", Usage: "with --delay-start eager: the weight in [0, 1] of a node's own last pseudo-gradient in its start (0: the outer lr times its share, the eager update)"},
 			&cli.Float64Flag{Name: "start-residual", Usage: "compressed modes: the weight in [0, 1] of a worker's error-feedback residual subtracted from its start (0: none)"},
 			&cli.Float64Flag{Name: "start-sent", Usage: "with --delay-start eager: the weight in [0, 1] of a worker's own last message, as decoded, subtracted from its start (0: none)"},
+			&cli.IntFlag{Name: "merge-step", Usage: "delayed mode: the round before closes after this many of the next round's H inner steps, and that work moves to θ after it (round.Config.Merge; 0: the round closes after the work)"},
 			&cli.Float64Flag{Name: "feedback-decay", Value: d.Compress.FeedbackDecay, Usage: "decay of the error-feedback residual, in (0, 1]"},
 			&cli.IntFlag{Name: "rank-min", Value: d.Compress.RankMin, Usage: "lowest rank of a compressed matrix"},
 			&cli.IntFlag{Name: "rank-max", Value: d.Compress.RankMax, Usage: "highest rank of a compressed matrix"},
@@ -155,6 +156,7 @@ func recipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	o.Compress.PowerIters, o.DelayMix = c.Int("power-iters"), c.Float64("delay-mix")
 	o.StartResidual = c.Float64("start-residual")
 	o.StartSent = c.Float64("start-sent")
+	o.MergeStep = c.Int("merge-step")
 	o.Compress.DenseEvery, o.Compress.Codec = c.Int("dense-every"), c.String("codec")
 	o.Compress.Fragments = c.Int("fragments")
 	if b := c.Int("block-size"); b != 0 {
@@ -172,6 +174,9 @@ func benchOnlyRecipeFlags(c *cli.Context, o *bench.TrainOptions) {
 	}
 	if c.IsSet("start-sent") {
 		o.StartSent = c.Float64("start-sent")
+	}
+	if c.IsSet("merge-step") {
+		o.MergeStep = c.Int("merge-step")
 	}
 	if c.IsSet("codec") {
 		o.Compress.Codec = c.String("codec")

@@ -23,6 +23,9 @@ func New(cfg Config, st State) (*Machine, error) {
 	if !validStartPoint(cfg) {
 		return nil, fmt.Errorf("round: start point %q with delay %d, mix %v and residual weight %v (want %q, or %q with delay 1 and a mix in [0, 1]; a residual weight in [0, 1])", cfg.StartPoint, cfg.Delay, cfg.StartMix, cfg.StartResidual, StartGlobal, StartEager)
 	}
+	if cfg.Merge && cfg.Delay != 1 {
+		return nil, fmt.Errorf("round: merging a close into the local work under way needs delay 1 (delay %d)", cfg.Delay)
+	}
 	if cfg.Compress.SharedRank > 0 && cfg.Delay != 0 {
 		return nil, fmt.Errorf("round: shared bases (compression shared rank %d) need delay 0", cfg.Compress.SharedRank)
 	}
@@ -204,7 +207,13 @@ func (m *Machine) Closable() (uint64, bool) {
 	if m.finished {
 		due = m.nextClose
 	}
-	return m.nextClose, m.nextLocal > due
+	return m.nextClose, m.nextLocal > due || m.merging()
+}
+
+// merging reports whether the next round to close is the one before the local work under
+// way, which Config.Merge lets close during that work.
+func (m *Machine) merging() bool {
+	return m.cfg.Merge && m.cfg.Delay == 1 && m.started && !m.finished && m.nextLocal == m.nextClose+1
 }
 
 // Pending returns the peer IDs (sorted) whose contributions are held for round r.
@@ -245,6 +254,12 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	}
 	// The step writes copies of θ and the momentum: Snapshot and Closed share the ones it
 	// replaces.
+	var oldBase []float64 // the base of the work under way, which a merging close moves
+	if m.merging() {
+		if oldBase = m.base; oldBase == nil {
+			oldBase = m.startPoint()
+		}
+	}
 	theta, outer := slices.Clone(m.theta), m.outer
 	outer.SetMomentumBuffer(m.outer.MomentumBuffer())
 	var bases compress.Bases
@@ -266,6 +281,14 @@ func (m *Machine) close(r uint64, weight func(Contribution) float64) (Ready, err
 	delete(m.contrib, r)
 	m.nextClose = r + 1
 	rd := Ready{Closed: &Closed{Round: r, Included: included, Rejected: rejected, Dropped: dropped, Params: m.views(m.theta)}}
+	if oldBase != nil {
+		m.base = m.startPoint() // round r is in θ now: no eager term
+		shift := make([]float64, len(oldBase))
+		for i, v := range m.base {
+			shift[i] = v - oldBase[i]
+		}
+		rd.Shift = m.views(shift)
+	}
 	m.maybeStart(&rd)
 	return rd, nil
 }

@@ -56,6 +56,17 @@ type Config struct {
 	// start, besides StartMix's share of the raw pseudo-gradient. In [0, 1]; 0 (the
 	// default) is none.
 	StartSent float64
+	// Merge, with Delay 1, lets the round before the local work under way close during
+	// that work, as soon as the caller has its contributions, and moves the work to the
+	// start it would have had with that round closed (θ after it, less the residual's
+	// term; no eager term, the aggregate it stood in for being in θ now): the close's
+	// Ready.Shift is what the caller adds to the local parameters at once, and the work's
+	// pseudo-gradient is measured from the moved base. The delay's staleness then falls
+	// from a round of local work to the steps before the close, as with Streaming DiLoCo's
+	// overlap and merge. It changes only this node's private start and what its message
+	// measures from, never θ. Without it a round closes only after the next local work
+	// ends.
+	Merge bool
 	// MaxNorm bounds the L2 norm of one contribution (0 means no bound).
 	MaxNorm   float64
 	Compress  compress.Config
@@ -117,6 +128,9 @@ type Ready struct {
 	Send   *Outbound
 	Closed *Closed
 	Start  *Start
+	// Shift, from a close during local work (Config.Merge), is what the caller adds to
+	// the local parameters of the work under way (which it owns).
+	Shift []training.Tensor
 }
 
 // Machine is one node's round state. See the package doc for the protocol.
@@ -130,7 +144,7 @@ type Machine struct {
 	nextClose uint64    // first round not yet closed
 	nextLocal uint64    // round of the local work in progress or next to start
 	started   bool      // local work for nextLocal has been started
-	base      []float64 // the point the local work of nextLocal started from, kept only once a Reset changed θ under it (else startPoint makes it again)
+	base      []float64 // the point the local work of nextLocal started from, kept only once a Reset or a merging close changed θ under it (else startPoint makes it again)
 	own       []float64 // this node's last pseudo-gradient (eager start only)
 	sent      []float64 // this node's last message as decoded (StartSent only), with own
 	share     float64   // this node's share of the weight included in the last close
