@@ -24,6 +24,14 @@ func FromSpec(p *node.Params) TrainOptions {
 	o.InnerLR, o.MinLR, o.Clip, o.WeightDecay, o.Warmup, o.TotalSteps = in.LR, in.MinLR, in.Clip, in.WeightDecay, in.Warmup, in.TotalSteps
 	o.CompressOuterLR, o.CompressMomentum = rc.OuterLR, rc.Momentum
 	o.DelayStart, o.DelayMix, o.StartResidual = rc.StartPoint, rc.StartMix, rc.StartResidual
+	if rc.Merge {
+		// When a round's contributions are in depends on the network; the bench takes a
+		// tenth of the local work (at least one step; --merge-step sets it).
+		o.MergeStep = max(1, (o.H+9)/10)
+		if o.MergeStep >= o.H {
+			o.MergeStep = 0 // H 1: no step to merge before
+		}
+	}
 	o.Compress, o.Aggregate = rc.Compress, rc.Aggregate
 	o.TargetRatio, o.FirstBudget = t.Compression.TargetRatio, t.Compression.FirstBudget
 	o.Spec = p

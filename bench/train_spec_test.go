@@ -82,3 +82,18 @@ func TestFromSpecChecksShardsAsTheNetwork(t *testing.T) {
 		t.Fatalf("got %v, want the content check's norm error", err)
 	}
 }
+
+// A recipe with outer.merge gives the delayed mode a merge a tenth of the way into the
+// local work (at least one step); without it, none.
+func TestFromSpecMergeStep(t *testing.T) {
+	for _, c := range []struct {
+		merge bool
+		h     int
+		want  int
+	}{{false, 25, 0}, {true, 25, 3}, {true, 10, 1}, {true, 2, 1}, {true, 1, 0}} {
+		o := FromSpec(tinySpec(t, func(tr *configs.TrainingSpec) { tr.Outer.Merge, tr.InnerSteps = c.merge, c.h }))
+		if o.MergeStep != c.want {
+			t.Errorf("merge %v, H %d: merge step %d, want %d", c.merge, c.h, o.MergeStep, c.want)
+		}
+	}
+}

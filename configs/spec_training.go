@@ -91,6 +91,12 @@ type OuterOptSpec struct {
 	// messages have not yet delivered) subtracted from its start point, with either start;
 	// 0 is none. Like start_mix it moves only each node's private start, never θ.
 	StartResidual float64 `toml:"start_residual" cbor:"6,keyasint,omitempty"`
+	// Merge, with delay 1, lets a node close a round as soon as it may while its next
+	// round's local work runs, and moves that work to θ after the round
+	// (round.Config.Merge): the delay's staleness falls from a round of local work to the
+	// steps before the close. It moves only each node's private start, never θ; off by
+	// default (measured by lowband bench train --merge-step, README).
+	Merge bool `toml:"merge" cbor:"7,keyasint,omitempty"`
 }
 
 // DefaultDelay is the one-step delay a spec gets when it does not set outer.delay.
@@ -407,6 +413,9 @@ func (o *OuterOptSpec) validate() error {
 	}
 	if !finite(o.StartResidual) || o.StartResidual < 0 || o.StartResidual > 1 {
 		return keyErr("start_residual", "%v: want a weight in [0, 1]", o.StartResidual)
+	}
+	if o.Merge && o.Delayed() != 1 {
+		return keyErr("merge", "needs delay 1")
 	}
 	return nil
 }

@@ -55,6 +55,9 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"outer.start_mix", func(s *TrainingSpec) { s.Outer.Start, s.Outer.StartMix = StartGlobal, 0.5 }},
 		{"outer.start_residual", func(s *TrainingSpec) { s.Outer.StartResidual = 1.5 }},
 		{"outer.start_residual", func(s *TrainingSpec) { s.Outer.StartResidual = math.NaN() }},
+		{"outer.merge", func(s *TrainingSpec) {
+			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix, s.Outer.Merge = ptr(0), StartGlobal, 0, true
+		}},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 0.5 }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = 17 }},
 		{"compression.first_budget", func(s *TrainingSpec) { s.Compression.FirstBudget = math.Inf(1) }},

@@ -81,7 +81,13 @@ type loop struct {
 	// sent is when the loop handed its own contribution to a round to gossip: the core
 	// encodes and signs it in LocalDone, which under load takes seconds. Only the loop's
 	// goroutine touches it; a round's entry goes when the round is reported.
-	sent      map[uint64]time.Time
+	sent map[uint64]time.Time
+	// lateShift is a merging close's move of local work that had ended when it came: it
+	// is added to what that work reports (core.Ready.Shift).
+	lateShift *core.Shift
+	// working is true from a start handed to the trainer until its work is reported: the
+	// trainer then owns the optimizer and batch state.
+	working   bool
 	ckpt      *checkpointer // makes the checkpoints off the loop (nil: none)
 	startWait time.Duration // longest wait for the genesis peers before round 0
 	epoch     uint64        // epoch of the signer in use
@@ -177,8 +183,17 @@ func (l *loop) next(ctx context.Context, t ticker) (core.Ready, error) {
 		case ev := <-l.inbox:
 			return l.handle(ev)
 		case d := <-l.done:
+			l.working = false
 			if d.err != nil {
 				return core.Ready{}, fmt.Errorf("local work of round %d: %w", d.round, d.err)
+			}
+			if s := l.lateShift; s != nil && s.Round <= d.round {
+				l.lateShift = nil
+				if s.Round == d.round {
+					if err := addShift(d.params, s.Params); err != nil {
+						return core.Ready{}, fmt.Errorf("local work of round %d: %w", d.round, err)
+					}
+				}
 			}
 			rd, err := l.core.LocalDone(l.clk.Now(), d.round, d.params)
 			if err == nil && len(rd.Publish) > 0 {
@@ -279,10 +294,17 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 		l.deps.fetch(ctx, rd.Fetch)
 	}
 	l.prog.late(rd.Late)
+	if rd.Shift != nil {
+		l.prog.merged()
+		if !l.train.shift(rd.Shift) {
+			l.lateShift = rd.Shift
+		}
+	}
 	if rd.Train != nil {
 		if err := l.train.start(*rd.Train); err != nil {
 			return err
 		}
+		l.working = true
 	}
 	if rd.Summary != nil {
 		l.closed(ctx, rd.Summary, rd.Commit)

@@ -111,7 +111,7 @@ func roundTemplate(t configs.TrainingSpec) (round.Config, error) {
 	c, a := t.Compression, t.Aggregation
 	rc := round.Config{
 		Delay: t.Outer.Delayed(), OuterLR: t.Outer.LR, Momentum: t.Outer.Momentum,
-		StartPoint: t.Outer.Start, StartMix: t.Outer.StartMix, StartResidual: t.Outer.StartResidual, MaxNorm: c.MaxNorm,
+		StartPoint: t.Outer.Start, StartMix: t.Outer.StartMix, StartResidual: t.Outer.StartResidual, Merge: t.Outer.Merge, MaxNorm: c.MaxNorm,
 		Compress: compress.Config{RankMin: c.RankMin, RankMax: c.RankMax, EnergyTarget: c.EnergyTarget,
 			PowerIters: c.PowerIters, BlockSize: c.BlockSize, MinLowRank: c.MinLowRank,
 			MaxShardBytes: c.MaxShardBytes, DenseBits: c.DenseBits, FactorBits: c.FactorBits, FeedbackDecay: c.FeedbackDecay,

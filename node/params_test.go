@@ -270,15 +270,18 @@ func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 	s := specFor(t, configs.TaskSynthetic)
 	s.Training.Compression.FactorBits, s.Training.Compression.FeedbackDecay = 2, 0.9
 	s.Training.Compression.FirstBudget, s.Training.Compression.PowerIters, s.Training.Outer.StartMix = 3, 3, 0.4
-	s.Training.Compression.DenseEvery, s.Training.Outer.StartResidual = 5, 0.3
+	s.Training.Compression.DenseEvery, s.Training.Outer.StartResidual, s.Training.Outer.Merge = 5, 0.3, true
 	rc := mustParams(t, s).RoundConfig("p", 1)
+	if !rc.Merge {
+		t.Fatal("outer.merge did not reach the round configuration")
+	}
 	if rc.Compress.FactorBits != 2 || rc.Compress.FeedbackDecay != 0.9 || rc.Compress.FirstBudget != 3 || rc.Compress.PowerIters != 3 || rc.Compress.DenseEvery != 5 {
 		t.Fatalf("codec config %+v, want 2-bit factors, decay 0.9, first budget 3, 3 power iterations, dense every 5", rc.Compress)
 	}
 	if rc.StartPoint != round.StartEager || rc.StartMix != 0.4 || rc.StartResidual != 0.3 {
 		t.Fatalf("start %q, mix %v, residual %v; want the eager start with the mix 0.4 and the residual 0.3", rc.StartPoint, rc.StartMix, rc.StartResidual)
 	}
-	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 0.7 || d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 {
+	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 0.7 || d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 || d.Merge {
 		t.Fatalf("the default recipe: lr %v, residual %v, decay %v; want 0.7, 0.25 and 1", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay)
 	}
 }

@@ -58,7 +58,8 @@ type TrainingStatus struct {
 	WireBytesSent      int64         `json:"wire_bytes_sent"`
 	WireBytesReceived  int64         `json:"wire_bytes_received"`
 	StallS             float64       `json:"stall_s"`
-	LateRounds         int64         `json:"late_rounds"` // rounds whose local work was dropped: the peers had closed them
+	LateRounds         int64         `json:"late_rounds"`   // rounds whose local work was dropped: the peers had closed them
+	MergedRounds       int64         `json:"merged_rounds"` // rounds closed during the next round's local work, which moved to θ after them (the recipe's outer.merge)
 	VerifyCPUS         float64       `json:"verify_cpu_s"`
 	PeakRSSBytes       int64         `json:"peak_rss_bytes"`
 	DenseBytesPerRound int64         `json:"dense_bytes_per_round"`
@@ -104,6 +105,13 @@ func newProgress(log *slog.Logger, reg prometheus.Registerer, g gauges, st Train
 // late notes rounds whose local work the core dropped because the node's peers had closed
 // them (core.Ready.Late), with a log line: the node is slower than its peers, and its
 // contributions to those rounds would have come after their close.
+// merged counts a round closed during the next round's local work (core.Ready.Shift).
+func (p *progress) merged() {
+	p.mu.Lock()
+	p.st.MergedRounds++
+	p.mu.Unlock()
+}
+
 func (p *progress) late(rounds []uint64) {
 	if len(rounds) == 0 {
 		return

@@ -140,6 +140,13 @@ func (n *Node) saveLocal(round uint64) {
 	if every == 0 || round%every != 0 {
 		return
 	}
+	if n.train.loop.working {
+		// A round closed during the next round's local work (the recipe's merge): the
+		// trainer is changing the state a save reads. A restart then trains on from the
+		// last local state saved between rounds, or from fresh state.
+		n.log.Info("local state not saved: local work is under way (outer.merge)", "round", round)
+		return
+	}
 	if !n.train.saving.TryLock() {
 		n.log.Warn("the last local state is still being saved: skipping this one", "round", round)
 		return

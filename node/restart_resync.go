@@ -402,6 +402,7 @@ func (n *Node) resync(ctx context.Context, c *resyncCause) (bool, error) {
 func (l *loop) drain() {
 	select {
 	case <-l.train.starts:
+		l.working = false // never begun (work begun reports on done, which clears it)
 	default:
 	}
 	if l.ckpt != nil {

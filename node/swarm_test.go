@@ -162,3 +162,48 @@ func TestSwarmTrainsToOneRoot(t *testing.T) {
 		}
 	}
 }
+
+// With the recipe's outer.merge, a node closes a round while its next round's local work
+// runs and moves that work to θ after it: the nodes end every round on one root, the
+// loss falls, and rounds did merge (each inner step here takes a few milliseconds, so the
+// others' contributions come during the work).
+func TestSwarmMergeTrainsToOneRoot(t *testing.T) {
+	const nodes, rounds = 4, 10
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	swarm, _, _ := startSwarmWith(t, ctx, nodes, func(s *configs.Spec) { s.Training.Outer.Merge = true },
+		func(_ int, o *Options) {
+			o.Compute = func() func() {
+				time.Sleep(3 * time.Millisecond)
+				return func() {}
+			}
+		})
+	if err := p2ptest.Poll(ctx, "every node closing the rounds", 50*time.Millisecond, func() bool {
+		for _, n := range swarm {
+			st := n.trainingStatus()
+			if len(st.Rounds) < rounds || st.Rounds[rounds-1].Loss == nil {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	last := swarm[0].trainingStatus().Rounds[rounds-1]
+	merged := int64(0)
+	for _, n := range swarm {
+		st := n.trainingStatus()
+		r := st.Rounds[rounds-1]
+		t.Logf("%s: loss %.4f -> %.4f, %d rounds merged, state root %.16s", n.ID(), *st.InitialLoss, *r.Loss, st.MergedRounds, r.StateRoot)
+		if r.StateRoot != last.StateRoot || r.LedgerRoot != last.LedgerRoot {
+			t.Errorf("%s: round %d roots %s %s, want %s %s", n.ID(), r.Round, r.StateRoot, r.LedgerRoot, last.StateRoot, last.LedgerRoot)
+		}
+		if !(*r.Loss < 0.8**st.InitialLoss) {
+			t.Errorf("%s: held-out loss %.4f -> %.4f after %d rounds", n.ID(), *st.InitialLoss, *r.Loss, rounds)
+		}
+		merged += st.MergedRounds
+	}
+	if merged < nodes {
+		t.Errorf("%d rounds merged over %d nodes and %d rounds: the closes did not come during the work", merged, nodes, rounds)
+	}
+}

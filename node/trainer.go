@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
@@ -52,6 +54,62 @@ type trainer struct {
 	tamper func(s round.Start, local []training.Tensor) ([]training.Tensor, error)
 	// compute, when set, is taken around each inner step (Options.Compute).
 	compute func() (release func())
+
+	// A merging close (round.Config.Merge) moves the base of the work under way; the loop
+	// hands the move over with shift, and the work adds it to its parameters before its
+	// next inner step.
+	mu      sync.Mutex
+	current uint64 // round of the work under way, or of the last one
+	ended   bool   // the work of round current has ended
+	pending *core.Shift
+}
+
+// shift hands the trainer the move of round r's work, to add to its parameters before its
+// next inner step (or as it begins, when it has not yet). It returns false when the work of
+// round r has ended already: the caller then adds the move to the parameters that work
+// reported.
+func (t *trainer) shift(s *core.Shift) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.Round < t.current || s.Round == t.current && t.ended {
+		return false
+	}
+	t.pending = s
+	return true
+}
+
+// takeShift adds to params the move handed over for round r, if any.
+func (t *trainer) takeShift(r uint64, params, start []training.Tensor) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.pending
+	if s == nil || s.Round != r {
+		return nil
+	}
+	t.pending = nil
+	if err := addShift(params, s.Params); err != nil {
+		return err
+	}
+	if start != nil { // the adversary's copy of the start moves with the work
+		return addShift(start, s.Params)
+	}
+	return nil
+}
+
+// addShift adds shift to ts, tensor by tensor; names and sizes must match.
+func addShift(ts, shift []training.Tensor) error {
+	if len(ts) != len(shift) {
+		return fmt.Errorf("a shift of %d tensors for %d", len(shift), len(ts))
+	}
+	for i, t := range ts {
+		if shift[i].Name != t.Name || len(shift[i].Data) != len(t.Data) {
+			return fmt.Errorf("a shift of %s (%d values) for %s (%d)", shift[i].Name, len(shift[i].Data), t.Name, len(t.Data))
+		}
+		for j, v := range shift[i].Data {
+			t.Data[j] += v
+		}
+	}
+	return nil
 }
 
 // newTrainer builds the node's model, inner optimizer and batches over its slice. The
@@ -122,8 +180,19 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 	if out.err = training.Adopt(t.inner.Model.Params(), s.Params); out.err != nil {
 		return out
 	}
+	t.mu.Lock()
+	t.current, t.ended = s.Round, false
+	t.mu.Unlock()
+	params := training.Views(t.inner.Model.Params())
+	var moved []training.Tensor // the adversary's copy of the start, which a shift moves too
+	if t.tamper != nil {
+		moved = start.Params
+	}
 	total := 0.0
 	for i := 0; i < t.h && ctx.Err() == nil; i++ {
+		if out.err = t.takeShift(s.Round, params, moved); out.err != nil {
+			return out
+		}
 		loss, err := t.step()
 		if err != nil {
 			out.err = fmt.Errorf("inner step %d of round %d: %w", i, s.Round, err)
@@ -131,8 +200,15 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 		}
 		total += loss
 	}
+	out.err = t.takeShift(s.Round, params, moved)
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+	if out.err != nil {
+		return out
+	}
 	out.loss = total / float64(t.h)
-	out.params = training.Views(t.inner.Model.Params()) // the next start's values replace them
+	out.params = params // the next start's values replace them
 	if t.tamper != nil {
 		out.params, out.err = t.tamper(start, out.params)
 	}

@@ -1,8 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,7 +14,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/lowband/lowband/configs"
+	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p/p2ptest"
+	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
 
@@ -116,4 +122,125 @@ func TestCharLMDataMissingIsClear(t *testing.T) {
 	if err == nil || !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "training.data") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// A merging close's shift (core.Shift) moves the local work under way: handed over before
+// the work begins, it is the same as starting from the moved point; handed over between
+// inner steps, the work goes on from the moved parameters; once the work has ended, the
+// trainer refuses it and the loop adds it to what the work reported.
+func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
+	p, err := NewParams(syntheticSpec(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := testPeerID(t)
+	d, err := loadData(p, "", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Initial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shiftOf := func(r uint64, v float64) *core.Shift {
+		s := &core.Shift{Round: r}
+		for _, tt := range st.Params {
+			data := make([]float64, len(tt.Data))
+			for i := range data {
+				data[i] = v
+			}
+			s.Params = append(s.Params, training.Tensor{Name: tt.Name, Shape: tt.Shape, Data: data})
+		}
+		return s
+	}
+	copyOf := func(ts []training.Tensor) []training.Tensor {
+		out := make([]training.Tensor, len(ts))
+		for i, tt := range ts {
+			out[i] = training.Tensor{Name: tt.Name, Shape: tt.Shape, Data: slices.Clone(tt.Data)}
+		}
+		return out
+	}
+	// work runs round 3 from start; before, when set, runs before the work starts
+	// (gateAt 0) or while the gate of the gateAt-th step is held (the step before it
+	// done, the shift for this one already looked for).
+	work := func(start []training.Tensor, gateAt int, before func(tr *trainer)) ([]training.Tensor, *trainer) {
+		tr, err := newTrainer(p, d, self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, release := make(chan struct{}), make(chan struct{})
+		calls := 0
+		tr.compute = func() func() {
+			calls++
+			if calls == gateAt {
+				close(held)
+				<-release
+			}
+			return func() {}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan localDone, 1)
+		go tr.run(ctx, done)
+		if gateAt == 0 && before != nil {
+			before(tr)
+		}
+		if err := tr.start(round.Start{Round: 3, Params: copyOf(start)}); err != nil {
+			t.Fatal(err)
+		}
+		if gateAt > 0 {
+			<-held
+			before(tr)
+			close(release)
+		}
+		out := <-done
+		if out.err != nil {
+			t.Fatal(out.err)
+		}
+		return out.params, tr
+	}
+	plain, _ := work(st.Params, 0, nil)
+
+	// Before its first step: the same bits as a start at the moved point.
+	moved := copyOf(st.Params)
+	if err := addShift(moved, shiftOf(3, 0.01).Params); err != nil {
+		t.Fatal(err)
+	}
+	fromMoved, _ := work(moved, 0, nil)
+	shiftedFirst, _ := work(st.Params, 0, func(tr *trainer) {
+		if !tr.shift(shiftOf(3, 0.01)) {
+			t.Fatal("a shift of the work under way was refused")
+		}
+	})
+	if !bytes.Equal(tensorBytesOf(fromMoved), tensorBytesOf(shiftedFirst)) {
+		t.Fatal("a shift taken before the first step differs from starting at the moved point")
+	}
+	// Between steps: taken, and the work ends elsewhere than without it.
+	mid, tr := work(st.Params, 2, func(tr *trainer) {
+		if !tr.shift(shiftOf(3, 0.01)) {
+			t.Fatal("a shift of the work under way was refused")
+		}
+	})
+	if bytes.Equal(tensorBytesOf(mid), tensorBytesOf(plain)) {
+		t.Fatal("a shift between steps changed nothing")
+	}
+	// Round 3's work has ended: its shift is refused; a shift of another round is never
+	// taken by it.
+	if tr.shift(shiftOf(3, 0.01)) {
+		t.Fatal("a shift of ended work was taken")
+	}
+	other, _ := work(st.Params, 2, func(tr *trainer) { tr.shift(shiftOf(4, 0.5)) })
+	if !bytes.Equal(tensorBytesOf(other), tensorBytesOf(plain)) {
+		t.Fatal("round 3's work took a shift of round 4")
+	}
+}
+
+func tensorBytesOf(ts []training.Tensor) []byte {
+	var b []byte
+	for _, tt := range ts {
+		for _, v := range tt.Data {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	}
+	return b
 }

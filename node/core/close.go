@@ -169,6 +169,9 @@ func (c *Core) close(now time.Time, r uint64, rd Ready) (Ready, error) {
 	if err != nil {
 		return Ready{}, fmt.Errorf("core: closing round %d: %w", r, err)
 	}
+	if mr.Shift != nil {
+		rd.Shift = &Shift{Round: r + 1, Params: mr.Shift}
+	}
 	if n := len(mr.Closed.Rejected); n > 0 {
 		rejected[ReasonDecode] += n
 	}

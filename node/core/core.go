@@ -96,6 +96,16 @@ type Ready struct {
 	// Late are rounds whose local work this node dropped, before it began or when it
 	// ended, because its peers had closed them already (late.go).
 	Late []uint64
+	// Shift, from a round closed during the next round's local work (the recipe's merge,
+	// round.Config.Merge), is the move of that work's base: the caller adds it to the
+	// work's parameters at once, or to what the work reports when it has ended.
+	Shift *Shift
+}
+
+// Shift is the move of round Round's local work that a merging close made.
+type Shift struct {
+	Round  uint64
+	Params []training.Tensor
 }
 
 // Message is one gossip message to publish: Kind names the topic (KindShards...).
