@@ -48,6 +48,9 @@ type SwarmOptions struct {
 	// least, so the nodes keep pace as on equal machines. 0: every node computes when the
 	// Go scheduler lets it.
 	ComputeSlots int
+	// Merge turns on the recipe's outer.merge: a node closes a round during the next
+	// round's local work and moves that work to θ after it.
+	Merge bool
 }
 
 // swarmPoll is how often the bench reads the nodes' statuses.
@@ -149,8 +152,8 @@ func runSwarmNodes(ctx context.Context, opt SwarmOptions, spec *configs.Spec, ho
 	settleRoots(ctx, opt, nodes, logw)
 	res := &SwarmResult{Task: opt.Task, Nodes: opt.Nodes, Rounds: opt.Rounds, H: spec.Training.InnerSteps, ComputeSlots: opt.ComputeSlots,
 		Batch: spec.Training.BatchSize, Transport: links.describe(), LinkCheck: check, CPUSeconds: cpu,
-		Aggregation: aggregationName(spec.Training.Aggregation),
-		Wire:        links.breakdown(honest, opt.Rounds)}
+		Aggregation: aggregationName(spec.Training.Aggregation), Merge: spec.Training.Outer.Merge,
+		Wire: links.breakdown(honest, opt.Rounds)}
 	final := make([]swarmNode, len(nodes))
 	var verify float64
 	for i, n := range nodes {
@@ -267,6 +270,7 @@ func swarmSpec(opt SwarmOptions, homes []swarmHome) (*configs.Spec, error) {
 	if opt.Aggregation.Method != "" {
 		s.Training.Aggregation = opt.Aggregation
 	}
+	s.Training.Outer.Merge = opt.Merge
 	s.Incentives.Stakes = make(map[string]uint64, len(homes))
 	for _, h := range homes {
 		s.Incentives.Stakes[h.id] = max(s.Incentives.MinStake, 100)

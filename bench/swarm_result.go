@@ -21,6 +21,8 @@ type SwarmResult struct {
 	ComputeSlots int `json:"compute_slots"`
 	// Aggregation is the network's aggregation rule (with its trim for trimmed_mean).
 	Aggregation string `json:"aggregation"`
+	// Merge is the recipe's outer.merge (rounds closed during the next round's work).
+	Merge bool `json:"merge"`
 	// LinkCheck, on emulated links, is one transfer across a link like the nodes': its
 	// time against its bytes over the uplink plus the latency each way.
 	LinkCheck *p2ptest.LinkCheck `json:"link_check,omitempty"`

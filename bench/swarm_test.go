@@ -102,4 +102,11 @@ func TestSwarmSpecAggregation(t *testing.T) {
 	if _, err := swarmSpec(opt, homes); err == nil {
 		t.Fatal("an unknown rule was accepted")
 	}
+	opt.Aggregation = configs.AggregationSpec{}
+	for _, merge := range []bool{false, true} {
+		opt.Merge = merge
+		if s, err = swarmSpec(opt, homes); err != nil || s.Training.Outer.Merge != merge {
+			t.Fatalf("--merge %v: the spec's outer.merge is %v (%v)", merge, s.Training.Outer.Merge, err)
+		}
+	}
 }
