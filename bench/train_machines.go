@@ -86,6 +86,13 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 				if err := addInPlace(ws.models[w].Params(), shift); err != nil {
 					return nil, err
 				}
+				if w < len(advs) { // an adversary's update reads its start, which moved too
+					for i, t := range sim.starts[w] {
+						for j, v := range shift[i].Data {
+							t.Data[j] += v
+						}
+					}
+				}
 			}
 			locals, err = localSteps(opt, ws, nil, opt.H-opt.MergeStep)
 		} else {

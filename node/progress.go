@@ -102,9 +102,6 @@ func newProgress(log *slog.Logger, reg prometheus.Registerer, g gauges, st Train
 	return p, nil
 }
 
-// late notes rounds whose local work the core dropped because the node's peers had closed
-// them (core.Ready.Late), with a log line: the node is slower than its peers, and its
-// contributions to those rounds would have come after their close.
 // merged counts a round closed during the next round's local work (core.Ready.Shift).
 func (p *progress) merged() {
 	p.mu.Lock()
@@ -112,6 +109,9 @@ func (p *progress) merged() {
 	p.mu.Unlock()
 }
 
+// late notes rounds whose local work the core dropped because the node's peers had closed
+// them (core.Ready.Late), with a log line: the node is slower than its peers, and its
+// contributions to those rounds would have come after their close.
 func (p *progress) late(rounds []uint64) {
 	if len(rounds) == 0 {
 		return

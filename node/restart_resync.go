@@ -402,9 +402,12 @@ func (n *Node) resync(ctx context.Context, c *resyncCause) (bool, error) {
 func (l *loop) drain() {
 	select {
 	case <-l.train.starts:
-		l.working = false // never begun (work begun reports on done, which clears it)
 	default:
 	}
+	// The trainer has stopped with the loop: work it was running never reports, and a
+	// move of it (outer.merge) must not reach the next run's work.
+	l.working, l.lateShift = false, nil
+	l.train.forgetShifts()
 	if l.ckpt != nil {
 		select {
 		case <-l.ckpt.jobs:

@@ -78,10 +78,15 @@ func (t *trainer) shift(s *core.Shift) bool {
 	return true
 }
 
-// takeShift adds to params the move handed over for round r, if any.
-func (t *trainer) takeShift(r uint64, params, start []training.Tensor) error {
+// takeShift adds to params the move handed over for round r, if any; with end, the work of
+// round r has ended once it returns (in the same critical section, so that a shift handed
+// over after this take is refused, never left pending).
+func (t *trainer) takeShift(r uint64, params, start []training.Tensor, end bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if end {
+		t.ended = true
+	}
 	s := t.pending
 	if s == nil || s.Round != r {
 		return nil
@@ -94,6 +99,14 @@ func (t *trainer) takeShift(r uint64, params, start []training.Tensor) error {
 		return addShift(start, s.Params)
 	}
 	return nil
+}
+
+// forgetShifts drops what the trainer knows of shifts, for a stopped loop (drain): the
+// work it was running is abandoned, and a move of it must not reach later work.
+func (t *trainer) forgetShifts() {
+	t.mu.Lock()
+	t.pending, t.ended = nil, true
+	t.mu.Unlock()
 }
 
 // addShift adds shift to ts, tensor by tensor; names and sizes must match.
@@ -190,7 +203,7 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 	}
 	total := 0.0
 	for i := 0; i < t.h && ctx.Err() == nil; i++ {
-		if out.err = t.takeShift(s.Round, params, moved); out.err != nil {
+		if out.err = t.takeShift(s.Round, params, moved, false); out.err != nil {
 			return out
 		}
 		loss, err := t.step()
@@ -200,11 +213,7 @@ func (t *trainer) work(ctx context.Context, s round.Start) localDone {
 		}
 		total += loss
 	}
-	out.err = t.takeShift(s.Round, params, moved)
-	t.mu.Lock()
-	t.ended = true
-	t.mu.Unlock()
-	if out.err != nil {
+	if out.err = t.takeShift(s.Round, params, moved, true); out.err != nil {
 		return out
 	}
 	out.loss = total / float64(t.h)

@@ -215,7 +215,34 @@ func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
 	if !bytes.Equal(tensorBytesOf(fromMoved), tensorBytesOf(shiftedFirst)) {
 		t.Fatal("a shift taken before the first step differs from starting at the moved point")
 	}
-	// Between steps: taken, and the work ends elsewhere than without it.
+	// reference runs k inner steps, adds the shift, and runs the rest.
+	reference := func(k int) []training.Tensor {
+		tr, err := newTrainer(p, d, self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := copyOf(st.Params)
+		if err := training.Adopt(tr.inner.Model.Params(), params); err != nil {
+			t.Fatal(err)
+		}
+		for i := range tr.h {
+			if i == k {
+				if err := addShift(params, shiftOf(3, 0.01).Params); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tr.step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if k == tr.h {
+			if err := addShift(params, shiftOf(3, 0.01).Params); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return params
+	}
+	// Handed over while the second step runs: taken before the third.
 	mid, tr := work(st.Params, 2, func(tr *trainer) {
 		if !tr.shift(shiftOf(3, 0.01)) {
 			t.Fatal("a shift of the work under way was refused")
@@ -223,6 +250,18 @@ func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
 	})
 	if bytes.Equal(tensorBytesOf(mid), tensorBytesOf(plain)) {
 		t.Fatal("a shift between steps changed nothing")
+	}
+	if !bytes.Equal(tensorBytesOf(mid), tensorBytesOf(reference(2))) {
+		t.Fatal("a shift handed over during the second step is not the same as one added after it")
+	}
+	// Handed over while the last step runs: added to what the work reports.
+	last, _ := work(st.Params, p.Training.InnerSteps, func(tr *trainer) {
+		if !tr.shift(shiftOf(3, 0.01)) {
+			t.Fatal("a shift of the work under way was refused")
+		}
+	})
+	if !bytes.Equal(tensorBytesOf(last), tensorBytesOf(reference(p.Training.InnerSteps))) {
+		t.Fatal("a shift handed over during the last step is not added to the work's result")
 	}
 	// Round 3's work has ended: its shift is refused; a shift of another round is never
 	// taken by it.

@@ -226,3 +226,65 @@ func TestMergeThetaSameOnEveryNodeInAnyOrder(t *testing.T) {
 		}
 	}
 }
+
+// A merge after a Reset during the work moves the work from the base the Reset kept (the
+// point the work started from), not from a start made again on the reset θ.
+func TestMergeAfterResetShiftsFromTheKeptBase(t *testing.T) {
+	theta0 := testTheta(7)
+	m := newMachine(t, mergeConfig("a", 1), theta0)
+	if _, err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.LocalDone(0, perturb(theta0, 1))
+	if err != nil || rd.Start == nil {
+		t.Fatalf("LocalDone(0) = %+v, %v", rd, err)
+	}
+	start1 := rd.Start.Params
+	// A repair puts another θ under the work of round 1.
+	if err := m.Reset(State{Round: 0, Params: perturb(theta0, 9)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Receive(contributions(t, theta0, 0, []string{"b"})[0]); err != nil {
+		t.Fatal(err)
+	}
+	rd, err = m.Close(0)
+	if err != nil || rd.Shift == nil {
+		t.Fatalf("Close(0) after the Reset = %+v, %v", rd, err)
+	}
+	for i, tt := range rd.Closed.Params {
+		for j, v := range tt.Data {
+			if want := v - start1[i].Data[j]; math.Float64bits(rd.Shift[i].Data[j]) != math.Float64bits(want) {
+				t.Fatalf("shift %s[%d] = %v, want θ1 − the start the work had = %v", tt.Name, j, rd.Shift[i].Data[j], want)
+			}
+		}
+	}
+}
+
+// Abandoned work is not merged into: the round before it waits, as without Merge, and
+// the next work starts afresh.
+func TestMergeNotIntoAbandonedWork(t *testing.T) {
+	theta0 := testTheta(7)
+	m := newMachine(t, mergeConfig("a", 1), theta0)
+	if _, err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.LocalDone(0, perturb(theta0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Receive(contributions(t, theta0, 0, []string{"b"})[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Abandon(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Closable(); ok {
+		t.Fatal("round 0 closable into abandoned work")
+	}
+	if err := m.SkipLocal(2); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.Close(0)
+	if err != nil || rd.Shift != nil || rd.Start == nil || rd.Start.Round != 2 {
+		t.Fatalf("Close(0) with no work under way = shift %v, start %+v, %v; want no shift and the start of round 2", rd.Shift != nil, rd.Start, err)
+	}
+}
