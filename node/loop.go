@@ -55,6 +55,9 @@ type loopDeps struct {
 	ready func(ctx context.Context) bool
 	// absent names the genesis peers missing, for the log; nil: not known.
 	absent func() []string
+	// save saves the node's local state now that round is the first open one
+	// (Node.saveLocal; nil: none): a save a commit asked for during local work.
+	save func(round uint64)
 }
 
 // loop is the node's round loop: the only goroutine that touches the core. It selects on
@@ -86,8 +89,10 @@ type loop struct {
 	// is added to what that work reports (core.Ready.Shift).
 	lateShift *core.Shift
 	// working is true from a start handed to the trainer until its work is reported: the
-	// trainer then owns the optimizer and batch state.
+	// trainer then owns the optimizer and batch state. saveDue is the round of a local
+	// state save that came while it was (0: none), made once the work has been reported.
 	working   bool
+	saveDue   uint64
 	ckpt      *checkpointer // makes the checkpoints off the loop (nil: none)
 	startWait time.Duration // longest wait for the genesis peers before round 0
 	epoch     uint64        // epoch of the signer in use
@@ -298,6 +303,12 @@ func (l *loop) apply(ctx context.Context, rd core.Ready) error {
 		l.prog.merged()
 		if !l.train.shift(rd.Shift) {
 			l.lateShift = rd.Shift
+		}
+	}
+	if r := l.saveDue; r != 0 && !l.working { // the work has been reported; the next not started
+		l.saveDue = 0
+		if l.deps.save != nil {
+			l.deps.save(r)
 		}
 	}
 	if rd.Train != nil {

@@ -140,11 +140,12 @@ func (n *Node) saveLocal(round uint64) {
 	if every == 0 || round%every != 0 {
 		return
 	}
-	if n.train.loop.working {
+	if l := n.train.loop; l.working {
 		// A round closed during the next round's local work (the recipe's merge): the
-		// trainer is changing the state a save reads. A restart then trains on from the
-		// last local state saved between rounds, or from fresh state.
-		n.log.Info("local state not saved: local work is under way (outer.merge)", "round", round)
+		// trainer is changing the state a save reads. The loop saves it once that work
+		// has ended, before the next starts: the state a close after the work would have
+		// saved (the work encoded, the trainer idle).
+		l.saveDue = round
 		return
 	}
 	if !n.train.saving.TryLock() {

@@ -406,7 +406,7 @@ func (l *loop) drain() {
 	}
 	// The trainer has stopped with the loop: work it was running never reports, and a
 	// move of it (outer.merge) must not reach the next run's work.
-	l.working, l.lateShift = false, nil
+	l.working, l.lateShift, l.saveDue = false, nil, 0
 	l.train.forgetShifts()
 	if l.ckpt != nil {
 		select {

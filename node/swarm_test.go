@@ -171,7 +171,7 @@ func TestSwarmMergeTrainsToOneRoot(t *testing.T) {
 	const nodes, rounds = 4, 10
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	swarm, _, _ := startSwarmWith(t, ctx, nodes, func(s *configs.Spec) { s.Training.Outer.Merge = true },
+	swarm, _, _ := startSwarmWith(t, ctx, nodes, func(s *configs.Spec) { s.Training.Outer.Merge, s.Agreement.CheckpointEvery = true, 2 },
 		func(_ int, o *Options) {
 			o.Compute = func() func() {
 				time.Sleep(3 * time.Millisecond)
@@ -202,6 +202,12 @@ func TestSwarmMergeTrainsToOneRoot(t *testing.T) {
 			t.Errorf("%s: held-out loss %.4f -> %.4f after %d rounds", n.ID(), *st.InitialLoss, *r.Loss, rounds)
 		}
 		merged += st.MergedRounds
+		// A commit during local work saves the local state once the work ends: the last
+		// one saved is recent, though about half of the commits come during the work.
+		saved, _, ok, err := n.ledger.st.Local()
+		if err != nil || !ok || saved+4 < uint64(rounds) {
+			t.Errorf("%s: local state last saved at round %d (%v, %v), want at least %d", n.ID(), saved, ok, err, rounds-4)
+		}
 	}
 	if merged < nodes {
 		t.Errorf("%d rounds merged over %d nodes and %d rounds: the closes did not come during the work", merged, nodes, rounds)

@@ -188,6 +188,7 @@ func (n *Node) startTraining(key crypto.PrivKey, met *gossipMetrics, reg prometh
 		fetch: n.fetchWants, view: n.checks.setView,
 		ready:  func(ctx context.Context) bool { return n.genesisPresent(ctx, p.Genesis, id) },
 		absent: func() []string { a, _ := n.genesisAbsent(p.Genesis, id); return a },
+		save:   n.saveLocal,
 	}
 	g := gauges{
 		bandwidth: func() (int64, int64) { return n.host.Bandwidth() },
