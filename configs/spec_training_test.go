@@ -68,11 +68,11 @@ func TestTrainingSpecDefaultsAndErrors(t *testing.T) {
 		{"compression.shared_rank", func(s *TrainingSpec) { s.Compression.SharedRank = 16 }},              // with the default delay
 		{"compression.shared_power_iters", func(s *TrainingSpec) { s.Compression.SharedPowerIters = -1 }}, // without shared_rank
 		{"compression.shared_power_iters", func(s *TrainingSpec) {
-			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
+			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix, s.Outer.Merge = ptr(0), StartGlobal, 0, false
 			s.Compression.SharedRank, s.Compression.SharedPowerIters = 16, 2
 		}},
 		{"compression.shared_power_iters", func(s *TrainingSpec) {
-			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
+			s.Outer.Delay, s.Outer.Start, s.Outer.StartMix, s.Outer.Merge = ptr(0), StartGlobal, 0, false
 			s.Compression.SharedRank, s.Compression.SharedPowerIters = 16, -2
 		}},
 		{"compression.max_norm", func(s *TrainingSpec) { s.Compression.MaxNorm = -1 }},
@@ -140,7 +140,7 @@ func TestTrainingSpecDelayNormSliceErrorsNameLine(t *testing.T) {
 // codec besides them.
 func TestSharedRankWithoutDelay(t *testing.T) {
 	s := DefaultTrainingSpec()
-	s.Outer.Delay, s.Outer.Start, s.Outer.StartMix = ptr(0), StartGlobal, 0
+	s.Outer.Delay, s.Outer.Start, s.Outer.StartMix, s.Outer.Merge = ptr(0), StartGlobal, 0, false
 	s.Compression.SharedRank = 16
 	if err := s.validate(); err != nil || s.Compression.SharedRank != 16 {
 		t.Fatalf("shared rank 16 without the delay: %v, kept %d", err, s.Compression.SharedRank)

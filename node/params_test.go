@@ -282,7 +282,7 @@ func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 		t.Fatalf("start %q, mix %v, residual %v; want the eager start with the mix 0.4 and the residual 0.3", rc.StartPoint, rc.StartMix, rc.StartResidual)
 	}
 	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 0.7 || d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 || d.Merge {
-		t.Fatalf("the default recipe: lr %v, residual %v, decay %v; want 0.7, 0.25 and 1", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay)
+		t.Fatalf("the default recipe: lr %v, residual %v, decay %v, merge %v; want 0.7, 0.25, 1 and no merge", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay, d.Merge)
 	}
 }
 

@@ -40,7 +40,11 @@ func (c *Core) tryClose(now time.Time, rd Ready) (Ready, error) {
 		ri.ready = now
 	}
 	if !closable || c.aheadOfRecords(now, start, ri.ready, r) {
-		if !ri.fetched {
+		// Missing slots are fetched once the round waits on them. A round that may close
+		// during the next round's work (outer.merge) is checked from that work's start,
+		// while its contributions still travel: they are fetched from the point the round
+		// would be closable without the merge, the work's end, as without it.
+		if !ri.fetched && !c.m.Merging() {
 			ri.fetched = true
 			rd.Fetch = c.wants(r)
 		}

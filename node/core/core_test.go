@@ -229,3 +229,29 @@ func TestUnstakedLateArrivalMovesNoClock(t *testing.T) {
 		t.Fatalf("round 1 not closed a Max after the others' work for it: z's late arrival moved the clock")
 	}
 }
+
+// With outer.merge a round may close during the next round's local work, which begins
+// while the round's contributions still travel: a missing slot is not fetched then, only
+// once that work has ended and the round still waits for it, as without the merge (a fetch
+// at the work's start asked for most shards a second time).
+func TestMergeFetchesMissingSlotsOnlyAfterTheWork(t *testing.T) {
+	s := newSwarmEdit(t, 2, ledgerParams(), four, []uint64{100, 100, 100, 100}, nil, func(c *round.Config) { c.Merge = true })
+	s.node("d").silent = true
+	s.start()
+	s.step(everyone) // round 0's local work; round 1's starts, and round 0 may close during it
+	live := []*node{s.node("a"), s.node("b"), s.node("c")}
+	for _, n := range live {
+		if n.train == nil || n.train.Round != 1 {
+			t.Fatalf("%s does not train round 1: %+v", n.name, n.train)
+		}
+		if len(n.fetch) != 0 {
+			t.Fatalf("%s asked for %v during round 1's work", n.name, n.fetch)
+		}
+	}
+	s.step(everyone) // round 1's work ends: round 0 still waits for d
+	for _, n := range live {
+		if !slices.ContainsFunc(n.fetch, func(w core.Want) bool { return w.Round == 0 && w.Peer == s.node("d").id && w.CID == nil }) {
+			t.Fatalf("%s asked for %v after round 1's work, not d's round 0", n.name, n.fetch)
+		}
+	}
+}

@@ -210,6 +210,11 @@ func (m *Machine) Closable() (uint64, bool) {
 	return m.nextClose, m.nextLocal > due || m.merging()
 }
 
+// Merging reports whether the next round to close is closable only because Config.Merge
+// lets it close during the local work under way: without it, that round would wait for the
+// work to end.
+func (m *Machine) Merging() bool { return m.merging() }
+
 // merging reports whether the next round to close is the one before the local work under
 // way, which Config.Merge lets close during that work.
 func (m *Machine) merging() bool {
