@@ -380,6 +380,9 @@ func TestAdversaryFreeRideContributionEncodes(t *testing.T) {
 		t.Fatalf("a zero contribution: %v", err)
 	}
 	for _, m := range rd.Publish {
+		if m.Kind != core.KindShards { // a record, when the round closes at once
+			continue
+		}
 		sh, err := verify.UnmarshalShard(m.Data, s.Training.Compression.MaxShardBytes)
 		if err != nil || p.CheckContent(sh.Payload) != nil {
 			t.Fatalf("free rider's shard: %v", err)

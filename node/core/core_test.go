@@ -255,3 +255,21 @@ func TestMergeFetchesMissingSlotsOnlyAfterTheWork(t *testing.T) {
 		}
 	}
 }
+
+// With outer.merge a round may close during the next round's work, but not in the
+// LocalDone that publishes the node's own contribution to it, even with every other one in:
+// its commit, persisted before the publish, would not find the node's own shards (the
+// harness checks every Ready). The next event closes it, and the swarm ends on one root.
+func TestMergeNeverCommitsARoundWithItsOwnShards(t *testing.T) {
+	s := newSwarmEdit(t, 1, ledgerParams(), four, []uint64{100, 100, 100, 100}, nil, func(c *round.Config) { c.Merge = true })
+	s.start()
+	s.step(everyone) // round 0's work; round 0 closes during round 1's
+	d := s.node("d")
+	s.step(func(n *node) bool { return n != d }) // the others' round 1 reaches d before its own
+	s.step(func(n *node) bool { return n == d }) // d's round 1: everything else of it is in
+	s.step(everyone)
+	s.step(everyone)
+	if last := sameRoots(t, s.nodes); last.Round < 2 {
+		t.Fatalf("last closed round %d", last.Round)
+	}
+}

@@ -200,6 +200,11 @@ func (s *swarm) handle(n *node, rd core.Ready, err error) {
 	if (rd.Commit == nil) != (rd.Summary == nil) {
 		s.t.Fatalf("%s: a commit without a summary or the other way round", n.name)
 	}
+	for _, m := range rd.Publish { // the node persists a commit before it publishes
+		if sh, err := verify.UnmarshalShard(m.Data, 1<<20); err == nil && m.Kind == core.KindShards && rd.Commit != nil && sh.Header.Round == rd.Commit.Record.Round {
+			s.t.Fatalf("%s: round %d committed in the Ready that publishes its own shards of it", n.name, sh.Header.Round)
+		}
+	}
 	for _, m := range rd.Publish {
 		if m.Kind == core.KindRecords {
 			s.records[n.id] = append(s.records[n.id], m.Data)
