@@ -48,9 +48,10 @@ type SwarmOptions struct {
 	// least, so the nodes keep pace as on equal machines. 0: every node computes when the
 	// Go scheduler lets it.
 	ComputeSlots int
-	// Merge turns on the recipe's outer.merge: a node closes a round during the next
-	// round's local work and moves that work to θ after it.
-	Merge bool
+	// Merge, when set, replaces the recipe's outer.merge (a node closes a round during
+	// the next round's local work and moves that work to θ after it); nil keeps the task's
+	// default.
+	Merge *bool
 }
 
 // swarmPoll is how often the bench reads the nodes' statuses.
@@ -270,7 +271,9 @@ func swarmSpec(opt SwarmOptions, homes []swarmHome) (*configs.Spec, error) {
 	if opt.Aggregation.Method != "" {
 		s.Training.Aggregation = opt.Aggregation
 	}
-	s.Training.Outer.Merge = opt.Merge
+	if opt.Merge != nil {
+		s.Training.Outer.Merge = *opt.Merge
+	}
 	s.Incentives.Stakes = make(map[string]uint64, len(homes))
 	for _, h := range homes {
 		s.Incentives.Stakes[h.id] = max(s.Incentives.MinStake, 100)

@@ -104,9 +104,13 @@ func TestSwarmSpecAggregation(t *testing.T) {
 	}
 	opt.Aggregation = configs.AggregationSpec{}
 	for _, merge := range []bool{false, true} {
-		opt.Merge = merge
+		opt.Merge = &merge
 		if s, err = swarmSpec(opt, homes); err != nil || s.Training.Outer.Merge != merge {
-			t.Fatalf("--merge %v: the spec's outer.merge is %v (%v)", merge, s.Training.Outer.Merge, err)
+			t.Fatalf("--merge=%v: the spec's outer.merge is %v (%v)", merge, s.Training.Outer.Merge, err)
 		}
+	}
+	opt.Merge = nil
+	if s, err = swarmSpec(opt, homes); err != nil || s.Training.Outer.Merge != configs.DefaultTrainingSpecFor("synthetic").Outer.Merge {
+		t.Fatalf("no --merge: the spec's outer.merge is %v (%v), want the task's", s.Training.Outer.Merge, err)
 	}
 }

@@ -94,8 +94,9 @@ type OuterOptSpec struct {
 	// Merge, with delay 1, lets a node close a round as soon as it may while its next
 	// round's local work runs, and moves that work to θ after the round
 	// (round.Config.Merge): the delay's staleness falls from a round of local work to the
-	// steps before the close. It moves only each node's private start, never θ; off by
-	// default (measured by lowband bench train --merge-step, README).
+	// steps before the close. It moves only each node's private start, never θ. On in the
+	// default recipe (measured by lowband bench train --merge-step and bench swarm, README);
+	// a spec that sets the outer section sets it too (unset is off).
 	Merge bool `toml:"merge" cbor:"7,keyasint,omitempty"`
 }
 
@@ -190,7 +191,8 @@ type AggregationSpec struct {
 // the rank of 4-bit ones at equal bytes), two warm-started power iterations a round, error
 // feedback kept whole (feedback_decay 1), the eager start with each node's own
 // pseudo-gradient weighed 0.5 (start_mix) and its error-feedback residual 0.25
-// (start_residual), and plain outer SGD at lr 0.7. Decay 1 and start_residual 0.25 against
+// (start_residual), each round closed during the next round's work (merge), and plain
+// outer SGD at lr 0.7. Decay 1 and start_residual 0.25 against
 // decay 0.95 and none, at 1000x, 48 rounds, 3 seeds, delayed (4 workers, H 5): test loss
 // 0.4800 against 0.4914 on fmnist and 2.4550 against 2.5063 on charlm, lower on every seed;
 // then lr 1 and start_residual 0.5 against lr 0.7 and 0.25, the same runs: 0.4648 on fmnist
@@ -204,10 +206,9 @@ type AggregationSpec struct {
 // after it) lowered the delayed mode's test loss at 1000x, 48 rounds, 3 seeds, 4 workers,
 // H 5, on every seed: fmnist 0.4729 against 0.4800 at lr 0.7, 0.4502 against 0.4612 at
 // lr 1.2, charlm 2.4030 against 2.4202 at lr 1.2; at the network's settings (16 workers,
-// H 25, 32 rounds, one seed) 2.2306 against 2.2656. It is not the default: in a 16-node
-// swarm it raised the wire bytes by about a third, past the 100x target (a round that may
-// close during the next round's work fetched, at that work's start, the contributions
-// still travelling; no longer, README). Before those (decay 0.95, no residual in
+// H 25, 32 rounds, one seed) 2.2306 against 2.2656, and in a 16-node swarm (`lowband bench
+// swarm --nodes 16 --rounds 32 --task charlm --link-mbps 100 --latency-ms 50`, one run
+// each) 2.151 against 2.201, at 100.5x under the ring all-reduce's bytes (README). Before those (decay 0.95, no residual in
 // the start, every tensor every round), on fmnist (4 workers, H 5, 24 rounds, one seed,
 // validation loss) the delayed mode gave 0.577 at lr 0.7, 0.594 at lr 0.5, 0.630 at 0.35
 // and 0.658 at 1; at lr 0.35, 0.650, 0.633, 0.630, 0.646 and 0.688 with the
@@ -229,7 +230,7 @@ func DefaultTrainingSpec() TrainingSpec {
 		Task: TaskCharLM, Seed: 1, Context: 16, Embed: 64, Hidden: []int{768, 768},
 		BatchSize: 32, InnerSteps: 25,
 		Inner: InnerOptSpec{LR: 2e-3, MinLR: 2e-4, Warmup: 25, TotalSteps: 20000, Clip: 1, WeightDecay: 0.01},
-		Outer: OuterOptSpec{LR: 0.7, Momentum: 0, Start: StartEager, Delay: ptr(DefaultDelay), StartMix: 0.5, StartResidual: 0.25},
+		Outer: OuterOptSpec{LR: 0.7, Momentum: 0, Start: StartEager, Delay: ptr(DefaultDelay), StartMix: 0.5, StartResidual: 0.25, Merge: true},
 		Compression: CompressionSpec{RankMin: 1, RankMax: 16, EnergyTarget: 0.5, PowerIters: 2, BlockSize: 64, MinLowRank: 1024,
 			MaxShardBytes: 256 << 10, DenseBits: 4, FactorBits: 2, FeedbackDecay: 1, TargetRatio: 1000, MaxNorm: DefaultMaxNorm,
 			DenseEvery: 8},

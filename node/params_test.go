@@ -281,8 +281,8 @@ func TestParamsCodecFieldsReachRoundConfig(t *testing.T) {
 	if rc.StartPoint != round.StartEager || rc.StartMix != 0.4 || rc.StartResidual != 0.3 {
 		t.Fatalf("start %q, mix %v, residual %v; want the eager start with the mix 0.4 and the residual 0.3", rc.StartPoint, rc.StartMix, rc.StartResidual)
 	}
-	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 0.7 || d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 || d.Merge {
-		t.Fatalf("the default recipe: lr %v, residual %v, decay %v, merge %v; want 0.7, 0.25, 1 and no merge", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay, d.Merge)
+	if d := mustParams(t, specFor(t, configs.TaskCharLM)).RoundConfig("p", 1); d.OuterLR != 0.7 || d.StartResidual != 0.25 || d.Compress.FeedbackDecay != 1 || !d.Merge {
+		t.Fatalf("the default recipe: lr %v, residual %v, decay %v, merge %v; want 0.7, 0.25, 1 and merge", d.OuterLR, d.StartResidual, d.Compress.FeedbackDecay, d.Merge)
 	}
 }
 

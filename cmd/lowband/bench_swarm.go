@@ -41,7 +41,7 @@ func benchSwarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "adversaries", Usage: "adversary modes of the first nodes, comma-separated (KIND,KIND)"},
 			&cli.StringFlag{Name: "aggregation", Usage: "aggregation rule: " + strings.Join(configs.AggregationMethods, ", ") + " (default: the task's)"},
 			&cli.Float64Flag{Name: "trim", Value: 0.25, Usage: "with --aggregation trimmed_mean: the fraction trimmed from each side"},
-			&cli.BoolFlag{Name: "merge", Usage: "the recipe's outer.merge: a node closes a round during the next round's local work and moves that work to θ after it"},
+			&cli.BoolFlag{Name: "merge", Usage: "the recipe's outer.merge, on (--merge) or off (--merge=false): a node closes a round during the next round's local work and moves that work to θ after it (default: the task's recipe)"},
 			&cli.Float64Flag{Name: "link-mbps", Usage: "emulated uplink per node, Mbit/s (0: unlimited)"},
 			&cli.Float64Flag{Name: "latency-ms", Usage: "emulated latency, ms one way"},
 			&cli.Float64Flag{Name: "deadline-min", Value: 10, Usage: "seconds a round waits at least for a missing peer (the spec's deadline_min)"},
@@ -66,7 +66,11 @@ func benchSwarm(c *cli.Context) error {
 		InnerSteps: c.Int("inner-steps"), Batch: c.Int("batch"),
 		LinkMbps: c.Float64("link-mbps"), LatencyMS: c.Float64("latency-ms"), Dir: dir,
 		DeadlineMin: c.Float64("deadline-min"), DeadlineMax: c.Float64("deadline-max"),
-		ComputeSlots: c.Int("compute-slots"), Merge: c.Bool("merge"),
+		ComputeSlots: c.Int("compute-slots"),
+	}
+	if c.IsSet("merge") {
+		merge := c.Bool("merge")
+		opt.Merge = &merge
 	}
 	if opt.ComputeSlots == -1 {
 		opt.ComputeSlots = runtime.GOMAXPROCS(0)

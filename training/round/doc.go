@@ -66,6 +66,18 @@
 // to 1.4 is stable too, and better at 4 workers and H 5; the network spec's default stays
 // lr 0.7, no momentum, the eager start with the mix 0.5 and the residual 0.25 (README).
 //
+// # The merge
+//
+// With Config.Merge (Delay 1 only) round t may close during round t+1's local work (Closable
+// says so while that work is under way; Merging tells such a close from one the delay allows
+// anyway). The close moves the work to the start it would have had with round t closed, θ_{t+1}
+// less the residual's term, without the eager term whose aggregate is now in θ: Ready.Shift
+// is the move, which the caller adds to the local parameters at once, and the work's
+// pseudo-gradient is measured from the moved base (a work that goes on from start+shift and
+// ends at local sends (θ_{t+1} − γ·r) − local). The staleness then falls from a round of
+// local work to the steps before the close. At 1000x (4 workers, H 5, 48 rounds, 3 seeds)
+// it brought the delay's cost to 0.3-0.5% of the loss, from 1-3%.
+//
 // # The residual in the start
 //
 // With Config.StartResidual γ, local work starts γ times the codec's error-feedback
