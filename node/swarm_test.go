@@ -116,12 +116,9 @@ func runNode(t *testing.T, ctx context.Context, o Options) *Node {
 // TestSwarmTrainsToOneRoot: six nodes and a bootstrap node on loopback train the synthetic
 // task over gossip until the held-out loss has clearly fallen, and every node holds the same
 // state root and ledger root after the same round, with every node included every round.
-func TestSwarmTrainsToOneRoot(t *testing.T) {
-	const nodes, rounds = 6, 12
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	swarm := startSwarm(t, ctx, nodes)
-	if err := p2ptest.Poll(ctx, "every node closing the rounds", 50*time.Millisecond, func() bool {
+// scoredRounds waits until every node of swarm has closed and scored its first rounds.
+func scoredRounds(ctx context.Context, swarm []*Node, rounds int) error {
+	return p2ptest.Poll(ctx, "every node closing the rounds", 50*time.Millisecond, func() bool {
 		for _, n := range swarm {
 			st := n.trainingStatus()
 			if len(st.Rounds) < rounds || st.Rounds[rounds-1].Loss == nil {
@@ -129,7 +126,15 @@ func TestSwarmTrainsToOneRoot(t *testing.T) {
 			}
 		}
 		return true
-	}); err != nil {
+	})
+}
+
+func TestSwarmTrainsToOneRoot(t *testing.T) {
+	const nodes, rounds = 6, 12
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	swarm := startSwarm(t, ctx, nodes)
+	if err := scoredRounds(ctx, swarm, rounds); err != nil {
 		for _, n := range swarm {
 			st := n.trainingStatus()
 			t.Logf("%s: next round %d, %d rounds closed", n.ID(), st.NextRound, len(st.Rounds))
@@ -178,15 +183,7 @@ func TestSwarmMergeTrainsToOneRoot(t *testing.T) {
 				return func() {}
 			}
 		})
-	if err := p2ptest.Poll(ctx, "every node closing the rounds", 50*time.Millisecond, func() bool {
-		for _, n := range swarm {
-			st := n.trainingStatus()
-			if len(st.Rounds) < rounds || st.Rounds[rounds-1].Loss == nil {
-				return false
-			}
-		}
-		return true
-	}); err != nil {
+	if err := scoredRounds(ctx, swarm, rounds); err != nil {
 		t.Fatal(err)
 	}
 	last := swarm[0].trainingStatus().Rounds[rounds-1]

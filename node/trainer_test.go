@@ -46,7 +46,9 @@ func testPeerID(t *testing.T) string {
 	return id.String()
 }
 
-func TestTrainerLowersHeldOutLoss(t *testing.T) {
+// syntheticData is the devnet's synthetic recipe and a node's data for it.
+func syntheticData(t *testing.T) (*Params, *taskData, string) {
+	t.Helper()
 	p, err := NewParams(syntheticSpec(t, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,11 @@ func TestTrainerLowersHeldOutLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, d, self
+}
+
+func TestTrainerLowersHeldOutLoss(t *testing.T) {
+	p, d, self := syntheticData(t)
 	tr, err := newTrainer(p, d, self)
 	if err != nil {
 		t.Fatal(err)
@@ -129,15 +136,7 @@ func TestCharLMDataMissingIsClear(t *testing.T) {
 // inner steps, the work goes on from the moved parameters; once the work has ended, the
 // trainer refuses it and the loop adds it to what the work reported.
 func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
-	p, err := NewParams(syntheticSpec(t, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	self := testPeerID(t)
-	d, err := loadData(p, "", self)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d, self := syntheticData(t)
 	st, err := p.Initial()
 	if err != nil {
 		t.Fatal(err)
