@@ -323,10 +323,12 @@ func (c *Core) LocalDone(now time.Time, r uint64, local []training.Tensor) (Read
 	if rd.Train == nil {
 		c.blocked = now
 	}
-	if c.m.Merging() {
-		// The round that may close now is r itself (outer.merge): not in the Ready that
-		// publishes this node's contribution to it, whose commit, persisted before the
-		// publish, would not find the node's own shards to store. The next event closes it.
+	if next, ok := c.m.Closable(); ok && next == r {
+		// The round that may close now is r itself (outer.merge: during the next work, or
+		// after a late round skipped to realign): not in the Ready that publishes this
+		// node's contribution to it, whose commit, persisted before the publish, would not
+		// find the node's own shards to store. The next event (a tick at the latest) closes
+		// it.
 		return rd, nil
 	}
 	return c.tryClose(now, rd)
