@@ -83,14 +83,12 @@ func runMachines(ctx context.Context, opt TrainOptions, ws *workers, theta0 []tr
 				if shift == nil {
 					return nil, fmt.Errorf("worker %d: round %d did not close during round %d's work", w, r-1, r)
 				}
-				if err := addInPlace(ws.models[w].Params(), shift); err != nil {
+				if err := training.AddTo(training.Views(ws.models[w].Params()), shift); err != nil {
 					return nil, err
 				}
 				if w < len(advs) { // an adversary's update reads its start, which moved too
-					for i, t := range sim.starts[w] {
-						for j, v := range shift[i].Data {
-							t.Data[j] += v
-						}
+					if err := training.AddTo(sim.starts[w], shift); err != nil {
+						return nil, err
 					}
 				}
 			}

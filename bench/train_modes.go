@@ -219,19 +219,6 @@ func localSteps(opt TrainOptions, ws *workers, starts [][]training.Tensor, steps
 	return out, err
 }
 
-// addInPlace adds shift to a model's parameters.
-func addInPlace(ps []*training.Param, shift []training.Tensor) error {
-	if err := training.CheckShapes(ps, shift); err != nil {
-		return err
-	}
-	for i, p := range ps {
-		for j, v := range shift[i].Data {
-			p.Data[j] += v
-		}
-	}
-	return nil
-}
-
 // runDiLoCo is DiLoCo with dense pseudo-gradients averaged in worker order. It returns the
 // final θ and the CPU time spent forming and averaging the pseudo-gradients and in the outer
 // step.

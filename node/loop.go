@@ -13,6 +13,7 @@ import (
 	"github.com/lowband/lowband/incentives"
 	"github.com/lowband/lowband/node/core"
 	"github.com/lowband/lowband/p2p"
+	"github.com/lowband/lowband/training"
 	"github.com/lowband/lowband/training/round"
 )
 
@@ -195,7 +196,7 @@ func (l *loop) next(ctx context.Context, t ticker) (core.Ready, error) {
 			if s := l.lateShift; s != nil && s.Round <= d.round {
 				l.lateShift = nil
 				if s.Round == d.round {
-					if err := addShift(d.params, s.Params); err != nil {
+					if err := training.AddTo(d.params, s.Params); err != nil {
 						return core.Ready{}, fmt.Errorf("local work of round %d: %w", d.round, err)
 					}
 				}

@@ -92,11 +92,11 @@ func (t *trainer) takeShift(r uint64, params, start []training.Tensor, end bool)
 		return nil
 	}
 	t.pending = nil
-	if err := addShift(params, s.Params); err != nil {
+	if err := training.AddTo(params, s.Params); err != nil {
 		return err
 	}
 	if start != nil { // the adversary's copy of the start moves with the work
-		return addShift(start, s.Params)
+		return training.AddTo(start, s.Params)
 	}
 	return nil
 }
@@ -107,22 +107,6 @@ func (t *trainer) forgetShifts() {
 	t.mu.Lock()
 	t.pending, t.ended = nil, true
 	t.mu.Unlock()
-}
-
-// addShift adds shift to ts, tensor by tensor; names and sizes must match.
-func addShift(ts, shift []training.Tensor) error {
-	if len(ts) != len(shift) {
-		return fmt.Errorf("a shift of %d tensors for %d", len(shift), len(ts))
-	}
-	for i, t := range ts {
-		if shift[i].Name != t.Name || len(shift[i].Data) != len(t.Data) {
-			return fmt.Errorf("a shift of %s (%d values) for %s (%d)", shift[i].Name, len(shift[i].Data), t.Name, len(t.Data))
-		}
-		for j, v := range shift[i].Data {
-			t.Data[j] += v
-		}
-	}
-	return nil
 }
 
 // newTrainer builds the node's model, inner optimizer and batches over its slice. The

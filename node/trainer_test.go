@@ -202,7 +202,7 @@ func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
 
 	// Before its first step: the same bits as a start at the moved point.
 	moved := copyOf(st.Params)
-	if err := addShift(moved, shiftOf(3, 0.01).Params); err != nil {
+	if err := training.AddTo(moved, shiftOf(3, 0.01).Params); err != nil {
 		t.Fatal(err)
 	}
 	fromMoved, _ := work(moved, 0, nil)
@@ -226,7 +226,7 @@ func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
 		}
 		for i := range tr.h {
 			if i == k {
-				if err := addShift(params, shiftOf(3, 0.01).Params); err != nil {
+				if err := training.AddTo(params, shiftOf(3, 0.01).Params); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -235,7 +235,7 @@ func TestTrainerTakesAShiftOfItsWork(t *testing.T) {
 			}
 		}
 		if k == tr.h {
-			if err := addShift(params, shiftOf(3, 0.01).Params); err != nil {
+			if err := training.AddTo(params, shiftOf(3, 0.01).Params); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,6 +1,7 @@
 package training
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -165,4 +166,23 @@ func TestDiLoCoLearnsSynthetic(t *testing.T) {
 		t.Fatalf("held-out loss %v -> %v, accuracy %v: did not learn", before, after, acc)
 	}
 	t.Logf("held-out loss %.3f -> %.3f, accuracy %.2f", before, after, acc)
+}
+
+// AddTo adds tensor by tensor, and refuses mismatched names or sizes without changing
+// anything.
+func TestAddTo(t *testing.T) {
+	dst := []Tensor{{Name: "a", Shape: []int{2}, Data: []float64{1, 2}}, {Name: "b", Shape: []int{1}, Data: []float64{3}}}
+	src := []Tensor{{Name: "a", Shape: []int{2}, Data: []float64{0.5, -1}}, {Name: "b", Shape: []int{1}, Data: []float64{4}}}
+	if err := AddTo(dst, src); err != nil || dst[0].Data[0] != 1.5 || dst[0].Data[1] != 1 || dst[1].Data[0] != 7 {
+		t.Fatalf("AddTo: %v, %v", dst, err)
+	}
+	for _, bad := range [][]Tensor{
+		src[:1],
+		{src[0], {Name: "c", Shape: []int{1}, Data: []float64{1}}},
+		{src[0], {Name: "b", Shape: []int{2}, Data: []float64{1, 1}}},
+	} {
+		if err := AddTo(dst, bad); !errors.Is(err, ErrShape) || dst[0].Data[0] != 1.5 || dst[1].Data[0] != 7 {
+			t.Fatalf("AddTo of a mismatch: %v, %v", err, dst)
+		}
+	}
 }

@@ -156,6 +156,25 @@ func Unflatten(v []float64, like []Tensor) ([]Tensor, error) {
 	return out, nil
 }
 
+// AddTo adds src to dst in place, tensor by tensor (a move of local work, such as a
+// merging close's round.Ready.Shift); names and sizes must match, else nothing changes.
+func AddTo(dst, src []Tensor) error {
+	if len(dst) != len(src) {
+		return fmt.Errorf("%w: adding %d tensors to %d", ErrShape, len(src), len(dst))
+	}
+	for i, d := range dst {
+		if d.Name != src[i].Name || len(d.Data) != len(src[i].Data) {
+			return fmt.Errorf("%w: adding %q (%d values) to %q (%d)", ErrShape, src[i].Name, len(src[i].Data), d.Name, len(d.Data))
+		}
+	}
+	for i, d := range dst {
+		for j, v := range src[i].Data {
+			d.Data[j] += v
+		}
+	}
+	return nil
+}
+
 // PseudoGradient returns global - local, tensor by tensor: the DiLoCo pseudo-gradient of a
 // local phase that started from global.
 func PseudoGradient(global, local []Tensor) ([]Tensor, error) {

@@ -17,19 +17,6 @@ func mergeConfig(self string, weight float64) Config {
 	return cfg
 }
 
-// addTo adds shift to local in place.
-func addTo(t *testing.T, local, shift []training.Tensor) {
-	t.Helper()
-	if len(local) != len(shift) {
-		t.Fatalf("shift of %d tensors for %d", len(shift), len(local))
-	}
-	for i := range local {
-		for j := range local[i].Data {
-			local[i].Data[j] += shift[i].Data[j]
-		}
-	}
-}
-
 // With Merge, the round before the local work under way may close during that work; the
 // close's Shift moves the work to θ after that round (no eager term), the pseudo-gradient
 // is measured from there, and the close computes the same θ as one after the work ends.
@@ -100,7 +87,9 @@ func TestMergeClosesDuringLocalWorkAndShiftsIt(t *testing.T) {
 	// The work goes on from start1 + shift; its pseudo-gradient is measured from θ1, and
 	// the next (eager) start is θ1 − 0.5·(θ1 − local).
 	local := perturb(start1, 2)
-	addTo(t, local, rd.Shift)
+	if err := training.AddTo(local, rd.Shift); err != nil {
+		t.Fatal(err)
+	}
 	rd, err = m.LocalDone(1, local)
 	if err != nil || rd.Start == nil || rd.Start.Round != 2 {
 		t.Fatalf("LocalDone(1) after the merge = %+v, %v", rd.Start, err)
@@ -167,7 +156,9 @@ func mergeSim(t *testing.T, weights []float64, rounds int, orderSeed uint64) [][
 			}
 			closed[next][i] = tensorBits(rd.Closed.Params)
 			if rd.Shift != nil {
-				addTo(t, locals[i], rd.Shift)
+				if err := training.AddTo(locals[i], rd.Shift); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if rd.Start != nil {
 				locals[i] = rd.Start.Params
